@@ -1,0 +1,64 @@
+# jupyter_air — `make run` starts JupyterLab with the extension; `make test` installs and runs every test suite.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+# torch is pinned so pip takes the CPU wheel; a loose range can pull a multi-GB CUDA build.
+TORCH := torch==2.13.0
+PORT ?= 8888
+
+.PHONY: run demo test test-py test-js test-ui bench install install-dev frontend chromium check-auth clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PIP) install -q -U pip
+
+# Build tools for `--no-build-isolation` editable installs, then the project and its test extras.
+$(VENV)/.air-deps: pyproject.toml | $(PY)
+	$(PIP) install -q hatchling hatch-nodejs-version hatch-jupyter-builder editables 'jupyterlab>=4.6,<5'
+	$(PIP) install -q $(TORCH)
+	touch $@
+
+node_modules/.air-stamp: package.json yarn.lock $(VENV)/.air-deps
+	jlpm install
+	touch $@
+
+frontend: node_modules/.air-stamp
+	jlpm build
+
+$(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
+	jlpm build
+	$(PIP) install -q --no-build-isolation -e ".[test,distributed]"
+	jupyter labextension develop --overwrite .
+	touch $@
+
+install: $(VENV)/.air-installed frontend
+
+run: install
+	jupyter lab --port=$(PORT) $(LAB_ARGS)
+
+demo: install
+	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ARGS)
+
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
+
+test: install chromium
+	$(MAKE) test-py test-js test-ui
+
+test-py:
+	$(PY) -m pytest -q
+
+test-js:
+	jlpm test
+
+test-ui:
+	cd ui-tests && jlpm install && jlpm test
+
+bench: install
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) node_modules lib jupyter_air/labextension ui-tests/node_modules *.tsbuildinfo

@@ -1,0 +1,1 @@
+"""Benchmarks of jupyter_air; `python -m benchmarks` (or `make bench`) runs them all."""

@@ -1,0 +1,34 @@
+"""jupyter_air: observable, reproducible GPU training from JupyterLab."""
+
+from __future__ import annotations
+
+try:
+    from ._version import __version__
+except ImportError:  # a source checkout that was never built
+    __version__ = "0.0.0+unknown"
+
+_LAZY = {
+    "distributed": "jupyter_air.distributed",
+    "DistributedError": "jupyter_air.distributed",
+    "load_ipython_extension": "jupyter_air.magics",
+    "unload_ipython_extension": "jupyter_air.magics",
+}
+
+
+def __getattr__(name: str):
+    """Import heavy parts (torch, mlflow, IPython magics) only when first used."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'jupyter_air' has no attribute {name!r}")
+
+
+def _jupyter_labextension_paths():
+    return [{"src": "labextension", "dest": "jupyter-air"}]
+
+
+def _jupyter_server_extension_points():
+    from .extension import JupyterAir
+
+    return [{"module": "jupyter_air", "app": JupyterAir}]

@@ -1,0 +1,1 @@
+"""GPU sources (NVML, simulated, none), the shared sampler and its history."""

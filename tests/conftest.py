@@ -1,0 +1,70 @@
+"""Shared fixtures: a real Jupyter server with jupyter_air enabled, driven by a fake pynvml."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from fake_pynvml import FakeGpu, FakeNvml
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture
+def fake_gpus() -> list[FakeGpu]:
+    """The GPUs the fake NVML reports; override or mutate in a test."""
+    return [FakeGpu(), FakeGpu(utilization_percent=90, temperature_celsius=71, power_milliwatts=400_000)]
+
+
+@pytest.fixture
+def nvml_init_error() -> str | None:
+    """Name of the NVML error ``nvmlInit`` raises (e.g. ``"LibraryNotFound"``), or None."""
+    return None
+
+
+@pytest.fixture
+def gpu_source_env() -> str | None:
+    """Value of JUPYTER_AIR_GPU_SOURCE while the test server starts (unset when None)."""
+    return None
+
+
+@pytest.fixture
+def fake_nvml(monkeypatch, fake_gpus, nvml_init_error, gpu_source_env) -> FakeNvml:
+    """The fake installed as ``pynvml``; ``nvml_init_error="ImportError"`` makes the package missing."""
+    nvml = FakeNvml(fake_gpus, init_error=nvml_init_error)
+    monkeypatch.setitem(sys.modules, "pynvml", None if nvml_init_error == "ImportError" else nvml)
+    if gpu_source_env is None:
+        monkeypatch.delenv("JUPYTER_AIR_GPU_SOURCE", raising=False)
+    else:
+        monkeypatch.setenv("JUPYTER_AIR_GPU_SOURCE", gpu_source_env)
+    return nvml
+
+
+@pytest.fixture
+def air_config() -> dict:
+    """``c.JupyterAir`` settings for the test server; fast enough for tests."""
+    return {"sample_interval_seconds": 0.05, "idle_timeout_seconds": 60, "gpu_source": "nvml"}
+
+
+@pytest.fixture
+def jp_server_config(air_config, fake_nvml):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+
+
+@pytest.fixture
+def gpu(jp_fetch):
+    """GET (or POST with ``refresh=True``) the GPU route and decode the JSON payload."""
+
+    async def fetch(since=None, refresh=False):
+        params = {} if since is None else {"since": str(since)}
+        if refresh:
+            response = await jp_fetch("jupyter-air", "gpu", "refresh", method="POST", body=b"", params=params)
+        else:
+            response = await jp_fetch("jupyter-air", "gpu", params=params)
+        assert response.code == 200
+        return json.loads(response.body)
+
+    return fetch
+

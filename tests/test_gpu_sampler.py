@@ -1,0 +1,63 @@
+"""The sampler, sources and history as plain Python, without a server."""
+
+from __future__ import annotations
+
+import pytest
+from traitlets import TraitError
+
+from fake_pynvml import FakeGpu, FakeNvml
+from jupyter_air.extension import JupyterAir
+from jupyter_air.gpu.history import History
+from jupyter_air.gpu.host import HostReading
+from jupyter_air.gpu.nvml import NvmlSource
+from jupyter_air.gpu.sources import open_source
+from jupyter_air.gpu.types import Reading
+
+
+def test_history_keeps_timestamps_strictly_increasing():
+    history = History(3)
+    host = HostReading(1.0, 2, 3)
+    stamps = [history.append(1000, Reading.empty(1), host) for _ in range(5)]
+    assert stamps == [1000, 1001, 1002, 1003, 1004]
+    assert history.since(None, 1)["timestamps_ms"] == [1002, 1003, 1004]
+    assert history.since(1002, 1)["timestamps_ms"] == [1003, 1004]
+
+
+def test_unknown_source_is_a_clear_error():
+    with pytest.raises(ValueError, match="auto, nvml, simulated, none"):
+        open_source("cuda")
+
+
+def test_none_source_says_why():
+    source = open_source("none")
+    assert source.available is False and "gpu_source = 'none'" in source.reason
+
+
+def test_simulated_numbers_vary_and_stay_plausible():
+    source = open_source("simulated", 3)
+    readings = [source.read() for _ in range(5)]
+    assert source.name == "simulated" and len(source.devices) == 3
+    values = {r.utilization_percent[0] for r in readings}
+    assert len(values) > 1
+    for r in readings:
+        assert all(0 <= u <= 100 for u in r.utilization_percent)
+        assert all(0 < m <= t for m, t in zip(r.memory_used_bytes, r.memory_total_bytes))
+
+
+def test_device_open_failure_keeps_the_slot(monkeypatch):
+    # Given NVML whose second device cannot be opened
+    nvml = FakeNvml([FakeGpu(), FakeGpu(lost_after=0)])
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", nvml)
+    source = NvmlSource()
+    source.open()
+    # Then the device is listed with its error and reads as nulls
+    assert source.devices[1].error and source.devices[1].name is None
+    reading = source.read()
+    assert reading.utilization_percent == [37.0, None] and reading.errors[1]
+
+
+@pytest.mark.parametrize("trait,value", [("sample_interval_seconds", 0), ("gpu_source", "cuda"),
+                                         ("simulated_gpus", 0), ("idle_timeout_seconds", -1)])
+def test_bad_configuration_is_refused_with_the_trait_name(trait, value):
+    with pytest.raises(TraitError, match=f"JupyterAir.{trait}"):
+        JupyterAir(**{trait: value})

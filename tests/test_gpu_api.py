@@ -221,3 +221,4 @@ async def _sleep(seconds):
     import asyncio
 
     await asyncio.sleep(seconds)
+

@@ -58,8 +58,8 @@ def tick_cost(gpus: int, ticks: int = 2000) -> tuple[float, float]:
     return total, total - statistics.median(nvml_only) * 1e6
 
 
-def payload_sizes(gpus: int = 8, samples: int = 720) -> tuple[int, int, int, int]:
-    """Bytes (raw, gzip) of a one-sample ``since`` poll and of the full history."""
+def payload_sizes(gpus: int = 8, samples: int = 720) -> tuple[int, int, int, int, float]:
+    """Bytes (raw, gzip) of a one-sample ``since`` poll and of the full history; ms to build the full one."""
     from jupyter_air.gpu.history import History
     from jupyter_air.gpu.host import read_host
     from jupyter_air.gpu.sampler import Sampler
@@ -75,9 +75,11 @@ def payload_sizes(gpus: int = 8, samples: int = 720) -> tuple[int, int, int, int
     for k in range(samples):
         sampler.history.append(now - (samples - k) * 10_000, source.read(), read_host())
     service = GpuService(sampler)
+    started = time.perf_counter()
     full = json.dumps(asyncio.run(service._payload(None))).encode()
+    build_ms = (time.perf_counter() - started) * 1e3
     poll = json.dumps(asyncio.run(service._payload(now - 15_000))).encode()
-    return len(poll), len(gzip.compress(poll)), len(full), len(gzip.compress(full))
+    return len(poll), len(gzip.compress(poll)), len(full), len(gzip.compress(full)), build_ms
 
 
 def _free_port() -> int:
@@ -149,9 +151,10 @@ def main() -> None:
     for gpus in (1, 8):
         total, own = tick_cost(gpus)
         print(f"sampler tick, {gpus} fake GPU(s): {total:.0f} us per tick, {own:.0f} us excluding NVML's own time")
-    poll, poll_gz, full, full_gz = payload_sizes()
+    poll, poll_gz, full, full_gz, build_ms = payload_sizes()
     print(f"payload, 8 GPUs: 10-second since poll {poll} B ({poll_gz} B gzip); "
-          f"full 2-hour history (720 samples) {full / 1024:.0f} KiB ({full_gz / 1024:.0f} KiB gzip)")
+          f"full 2-hour history (720 samples) {full / 1024:.0f} KiB ({full_gz / 1024:.0f} KiB gzip), "
+          f"built and serialised in {build_ms:.1f} ms")
     proc, url = start_server(gpus=8, interval=1.0)
     try:
         for count, each in ((1, 200), (100, 10)):

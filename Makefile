@@ -28,8 +28,8 @@ node_modules/.air-stamp: package.json yarn.lock $(VENV)/.air-deps
 frontend: node_modules/.air-stamp
 	jlpm build
 
+# The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`).
 $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
-	jlpm build
 	$(PIP) install -q --no-build-isolation -e ".[test,distributed]"
 	jupyter labextension develop --overwrite .
 	touch $@

@@ -1,0 +1,90 @@
+/** Unit tests of the React views: names are shown as text, never as HTML; paths open notebooks. */
+import * as React from 'react';
+import { act } from 'react';
+import { createRoot, Root } from 'react-dom/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { DeviceList } from '../components/DeviceList';
+import { Header } from '../components/Header';
+import { ProcessList } from '../components/ProcessList';
+import { appendPayload, emptyHistory } from '../history';
+import { FakeServer } from './fakeServer';
+
+const HOSTILE = '<img src=x onerror="window.__pwned=1">';
+
+let container: HTMLDivElement;
+let root: Root;
+
+function render(element: JSX.Element): void {
+  act(() => root.render(element));
+}
+
+beforeEach(() => {
+  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+  container = document.createElement('div');
+  document.body.appendChild(container);
+  root = createRoot(container);
+});
+
+afterEach(() => {
+  act(() => root.unmount());
+  container.remove();
+});
+
+describe('views', () => {
+  it('shows device and process names as text', () => {
+    // Given a GPU and a process whose names hold HTML
+    const server = new FakeServer(1);
+    server.addSamples(2);
+    const payload = server.payload();
+    payload.devices[0].name = HOSTILE;
+    const history = emptyHistory(1);
+    appendPayload(history, payload);
+    const processes = [{ gpu_index: 0, pid: 7, name: HOSTILE, used_memory_bytes: 1024 ** 3 }];
+    // When rendered
+    render(
+      <>
+        <DeviceList devices={payload.devices} history={history} />
+        <ProcessList devices={payload.devices} processes={processes} onOpenPath={() => undefined} />
+      </>
+    );
+    // Then the names appear verbatim and no element was injected
+    expect(container.querySelector('img')).toBeNull();
+    expect(container.querySelector('.jp-Air-device-name')?.textContent).toBe(HOSTILE);
+    expect(container.querySelector('.jp-Air-process-name')?.textContent).toBe(HOSTILE);
+    expect(container.querySelector('.jp-Air-value-memory')?.textContent).toContain('80.0 GiB');
+  });
+
+  it('opens the notebook of a kernel process on click', () => {
+    // Given a process that is a notebook kernel
+    const server = new FakeServer(1);
+    const devices = server.payload().devices;
+    server.addSamples(1);
+    const onOpenPath = vi.fn();
+    const processes = [
+      { gpu_index: 0, pid: 42, name: 'python', used_memory_bytes: 2048, kernel_id: 'k', path: 'train <1>.ipynb' }
+    ];
+    render(<ProcessList devices={devices} processes={processes} onOpenPath={onOpenPath} />);
+    // When its path is clicked
+    const link = container.querySelector<HTMLButtonElement>('.jp-Air-process-path');
+    act(() => link?.click());
+    // Then the notebook is opened
+    expect(link?.textContent).toBe('train <1>.ipynb');
+    expect(onOpenPath).toHaveBeenCalledWith('train <1>.ipynb');
+  });
+
+  it('shows the simulated badge and the state, and refreshes on click', () => {
+    // Given a simulated source
+    const onRefresh = vi.fn();
+    render(
+      <Header node={HOSTILE} source="simulated" newestSampleMs={null} state="paused" onRefresh={onRefresh} />
+    );
+    // Then the badge, the node as text and the state are shown
+    expect(container.querySelector('.jp-Air-badge-simulated')?.textContent).toBe('simulated');
+    expect(container.querySelector('.jp-Air-node')?.textContent).toBe(HOSTILE);
+    expect(container.querySelector('.jp-Air-state')?.textContent).toBe('paused');
+    // When Refresh is clicked, Then the callback runs
+    act(() => container.querySelector<HTMLElement>('.jp-Air-refresh')?.click());
+    expect(onRefresh).toHaveBeenCalledTimes(1);
+  });
+});

@@ -1,0 +1,286 @@
+/** Unit tests of the GPU model: merging, the history cap, the inactivity pause and errors. */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { GpuModel } from '../model';
+import { RequestError } from '../request';
+import { FakeServer } from './fakeServer';
+
+const SECOND = 1000;
+
+let server: FakeServer;
+let model: GpuModel;
+
+function makeModel(settings: Partial<GpuModel.IOptions['settings']> = {}): GpuModel {
+  model = new GpuModel({ request: server.request, settings });
+  model.setVisible(true);
+  return model;
+}
+
+async function advance(ms: number): Promise<void> {
+  await vi.advanceTimersByTimeAsync(ms);
+}
+
+/** Click Refresh and let the fake clock run until it has been answered. */
+async function refresh(): Promise<void> {
+  const done = model.refresh();
+  await advance(0);
+  await done;
+}
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  server = new FakeServer();
+});
+
+afterEach(() => {
+  model?.dispose();
+  vi.useRealTimers();
+});
+
+describe('GpuModel history', () => {
+  it('loads the full history first, then asks only for newer samples', async () => {
+    // Given a server holding 3 samples
+    server.addSamples(3);
+    // When the panel opens and one poll interval passes with 2 new samples
+    makeModel();
+    await advance(0);
+    const firstNewest = server.timestamps[2];
+    server.addSamples(2);
+    await advance(10 * SECOND);
+    // Then the first request had no `since`, the second asked for samples after the newest held
+    expect(server.requests.slice(0, 2)).toEqual(['GET gpu', `GET gpu?since=${firstNewest}`]);
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+    expect(model.state).toBe('live');
+  });
+
+  it('merges overlapping answers without duplicates', async () => {
+    // Given a server that ignores `since` and always answers its whole buffer
+    server.ignoreSince = true;
+    server.addSamples(4);
+    makeModel();
+    await advance(0);
+    // When three polls bring one new sample each
+    for (let i = 0; i < 3; i++) {
+      server.addSamples(1);
+      await advance(10 * SECOND);
+    }
+    // Then every sample is held once, in order, with its own values
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+    expect(new Set(model.history.timestampsMs).size).toBe(7);
+    const expected = server.payload().gpus.utilization_percent[1];
+    expect(model.history.gpus.utilization_percent[1]).toEqual(expected);
+  });
+
+  it('leaves no gap over many polls with irregular arrivals', async () => {
+    // Given a loaded model
+    server.addSamples(2);
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    await advance(0);
+    // When samples arrive 0, 1, 2 or 3 at a time across 40 polls
+    for (let i = 0; i < 40; i++) {
+      server.addSamples(i % 4);
+      await advance(10 * SECOND);
+    }
+    // Then the client holds exactly the server's samples
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+    expect(model.history.hostCpuPercent).toHaveLength(server.timestamps.length);
+    expect(model.history.gpus.memory_used_bytes[0]).toEqual(server.payload().gpus.memory_used_bytes[0]);
+  });
+
+  it('keeps at most the history window client-side', async () => {
+    // Given a 1-minute window and a server that already holds 20 samples 10 s apart
+    server.addSamples(20);
+    makeModel({ historyWindowMinutes: 1, inactivityTimeoutSeconds: 100_000 });
+    await advance(0);
+    // Then only the samples of the last minute are kept (7: newest - 60 s to newest)
+    expect(model.history.timestampsMs).toEqual(server.timestamps.slice(-7));
+    // When 10 more samples arrive over 10 polls
+    for (let i = 0; i < 10; i++) {
+      server.addSamples(1);
+      await advance(10 * SECOND);
+    }
+    // Then the window still holds 7 samples, the newest ones, in every column
+    expect(model.history.timestampsMs).toEqual(server.timestamps.slice(-7));
+    expect(model.history.gpus.temperature_celsius[1]).toHaveLength(7);
+    expect(model.history.hostMemoryUsedBytes).toHaveLength(7);
+  });
+
+  it('starts over when the GPUs of the server change', async () => {
+    // Given a model that loaded 2 GPUs
+    server.addSamples(3);
+    makeModel();
+    await advance(0);
+    // When the server now reports no GPU
+    server.available = false;
+    await advance(10 * SECOND);
+    // Then the state says so and the history has no GPU columns
+    expect(model.state).toBe('no-gpu');
+    expect(model.payload?.reason).toContain('NVML');
+    expect(model.history.gpus.utilization_percent).toHaveLength(0);
+  });
+});
+
+describe('GpuModel inactivity', () => {
+  it('pauses after the inactivity timeout and stops requesting', async () => {
+    // Given a 30-second inactivity timeout and no user activity
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 30 });
+    await advance(0);
+    // When 40 seconds pass
+    await advance(40 * SECOND);
+    // Then polling is paused with the message, and no request is made for the next 5 minutes
+    expect(model.state).toBe('paused');
+    expect(model.pauseMessage).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
+    const count = server.calls.length;
+    await advance(300 * SECOND);
+    expect(server.calls.length).toBe(count);
+  });
+
+  it('says the timeout in minutes when it is whole minutes', () => {
+    // Given the default settings, Then the message names 5 minutes
+    makeModel();
+    expect(model.pauseMessage).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
+  });
+
+  it('keeps polling while the user is active', async () => {
+    // Given a 30-second timeout
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 30 });
+    await advance(0);
+    // When the user moves the pointer every 5 s for 2 minutes
+    for (let t = 0; t < 120; t += 5) {
+      model.notifyActivity();
+      await advance(5 * SECOND);
+    }
+    // Then polling never paused: about one request every 10 s
+    expect(model.paused).toBe(false);
+    expect(server.calls.length).toBeGreaterThanOrEqual(12);
+  });
+
+  it('resumes on Refresh with a POST, then polls again', async () => {
+    // Given a paused model
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 30 });
+    await advance(0);
+    await advance(40 * SECOND);
+    expect(model.paused).toBe(true);
+    const count = server.calls.length;
+    // When the user clicks Refresh
+    await refresh();
+    // Then a refresh is posted with `since`, a new sample arrives, and polling continues
+    expect(server.calls[count]).toEqual({
+      endpoint: `gpu/refresh?since=${server.timestamps[0]}`,
+      method: 'POST'
+    });
+    expect(model.state).toBe('live');
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+    await advance(10 * SECOND);
+    expect(server.calls.length).toBe(count + 2);
+    expect(server.calls[count + 1].method).toBe('GET');
+  });
+
+  it('pauses when the panel stays hidden, and resumes when it is shown', async () => {
+    // Given an active user and a 30-second timeout
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 30 });
+    await advance(0);
+    // When the panel is hidden for 40 s while the user keeps typing elsewhere
+    model.setVisible(false);
+    for (let t = 0; t < 40; t += 5) {
+      model.notifyActivity();
+      await advance(5 * SECOND);
+    }
+    // Then polling paused
+    expect(model.paused).toBe(true);
+    const count = server.calls.length;
+    // When the panel is shown again
+    model.setVisible(true);
+    await advance(0);
+    // Then a request is made at once and the model is live
+    expect(server.calls.length).toBe(count + 1);
+    expect(model.state).toBe('live');
+  });
+
+  it('applies a new poll interval from settings', async () => {
+    // Given a model polling every 10 s
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    await advance(0);
+    // When the interval is set to 2 s
+    model.settings = { ...model.settings, pollIntervalSeconds: 2 };
+    await advance(10 * SECOND);
+    const count = server.calls.length;
+    await advance(20 * SECOND);
+    // Then about 10 requests are made in 20 s
+    expect(server.calls.length - count).toBeGreaterThanOrEqual(9);
+    expect(server.calls.length - count).toBeLessThanOrEqual(11);
+  });
+});
+
+describe('GpuModel errors', () => {
+  it('reports a missing server extension and backs off', async () => {
+    // Given a server whose routes answer 404
+    server.failWith = new RequestError('not installed (404)', 'unavailable', 404);
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    // When 5 minutes pass
+    await advance(0);
+    expect(model.state).toBe('unavailable');
+    expect(model.error?.message).toContain('404');
+    await advance(300 * SECOND);
+    // Then it kept retrying, but far less often than every 10 s, and told when it retries
+    expect(server.calls.length).toBeGreaterThan(1);
+    expect(server.calls.length).toBeLessThan(15);
+    expect(model.retryInMs).toBeGreaterThanOrEqual(10 * SECOND);
+  });
+
+  it('keeps the history through a server error and recovers', async () => {
+    // Given a loaded model
+    server.addSamples(3);
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    await advance(0);
+    // When the server fails once with a 500
+    server.failWith = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
+    await advance(10 * SECOND);
+    // Then the error is shown and the history kept
+    expect(model.state).toBe('error');
+    expect(model.error?.message).toContain('500');
+    expect(model.history.timestampsMs).toHaveLength(3);
+    // When the server recovers with new samples
+    server.failWith = null;
+    server.addSamples(2);
+    await refresh();
+    // Then the error is cleared and nothing is missing
+    expect(model.state).toBe('live');
+    expect(model.error).toBeNull();
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+  });
+
+  it('turns an unexpected rejection into a shown error instead of throwing', async () => {
+    // Given a request seam that rejects with a plain error
+    const request = vi.fn().mockRejectedValue(new TypeError('boom'));
+    model = new GpuModel({ request });
+    model.setVisible(true);
+    await advance(0);
+    // Then the model reports it
+    expect(model.state).toBe('error');
+    expect(model.error?.message).toContain('boom');
+  });
+
+  it('never has two requests in flight', async () => {
+    // Given answers that take 4 s
+    server.addSamples(1);
+    server.delayMs = 4 * SECOND;
+    makeModel({ inactivityTimeoutSeconds: 100_000, pollIntervalSeconds: 1 });
+    // When the user clicks Refresh while polls are under way
+    await advance(6 * SECOND);
+    for (let i = 0; i < 10; i++) {
+      void model.refresh();
+      await advance(2500);
+    }
+    await advance(20 * SECOND);
+    // Then requests were made, one at a time
+    expect(server.calls.length).toBeGreaterThan(3);
+    expect(server.maxInFlight).toBe(1);
+    expect(model.history.timestampsMs).toEqual(server.timestamps);
+  });
+});

@@ -1,0 +1,48 @@
+/** Current values of every GPU: utilization, memory, temperature and power. */
+import * as React from 'react';
+
+import { formatBytes, formatValue } from '../format';
+import { IGpuHistory, latestValue } from '../history';
+import { IGpuDevice } from '../tokens';
+
+export interface IDeviceListProps {
+  devices: IGpuDevice[];
+  history: IGpuHistory;
+}
+
+export function DeviceList(props: IDeviceListProps): JSX.Element {
+  const { devices, history } = props;
+  return (
+    <ul className="jp-Air-devices">
+      {devices.map((device, i) => {
+        const memoryUsed = latestValue(history.gpus.memory_used_bytes[i]);
+        return (
+          <li key={device.index} className="jp-Air-device" data-gpu-index={device.index}>
+            <div className="jp-Air-device-title">
+              <span className={`jp-Air-swatch jp-Air-swatch-${i % 8}`} />
+              <span className="jp-Air-device-index">GPU {device.index}</span>
+              <span className="jp-Air-device-name" title={device.name}>
+                {device.name}
+              </span>
+            </div>
+            <div className="jp-Air-device-values">
+              <span className="jp-Air-value-utilization" title="Utilization">
+                {formatValue(latestValue(history.gpus.utilization_percent[i]), '%')}
+              </span>
+              <span className="jp-Air-value-memory" title="Memory used / total">
+                {formatBytes(memoryUsed)} / {formatBytes(device.memory_total_bytes)}
+              </span>
+              <span className="jp-Air-value-temperature" title="Temperature">
+                {formatValue(latestValue(history.gpus.temperature_celsius[i]), ' °C')}
+              </span>
+              <span className="jp-Air-value-power" title="Power draw">
+                {formatValue(latestValue(history.gpus.power_watts[i]), ' W', 1)}
+              </span>
+            </div>
+            {device.error ? <div className="jp-Air-device-error">{device.error}</div> : null}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}

@@ -1,0 +1,92 @@
+/** The whole GPU resources view, rendered from the model's current state. */
+import { refreshIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { formatDuration } from '../format';
+import { latestValue } from '../history';
+import type { GpuModel } from '../model';
+import { ChartsView } from './ChartsView';
+import { DeviceList } from './DeviceList';
+import { Header } from './Header';
+import { HostRow } from './HostRow';
+import { ProcessList } from './ProcessList';
+
+export interface IGpuPanelProps {
+  model: GpuModel;
+  revision: number;
+  themeKey: number;
+  onOpenPath: (path: string) => void;
+}
+
+export function GpuPanel(props: IGpuPanelProps): JSX.Element {
+  const { model, revision, themeKey, onOpenPath } = props;
+  const payload = model.payload;
+  const history = model.history;
+  const state = model.state;
+  const error = model.error;
+  const devices = model.devices;
+  const onRefresh = () => void model.refresh();
+  const intervalMs = (payload?.interval_seconds ?? model.settings.pollIntervalSeconds) * 1000;
+
+  return (
+    <div className="jp-Air-panel-body">
+      <Header
+        node={payload?.node ?? null}
+        source={payload?.source ?? null}
+        newestSampleMs={model.newestSampleMs}
+        state={state}
+        onRefresh={onRefresh}
+        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+      />
+      {model.paused ? (
+        <div className="jp-Air-banner jp-Air-paused" role="status">
+          {model.pauseMessage}
+        </div>
+      ) : null}
+      {error ? (
+        <div
+          className={`jp-Air-banner ${error.kind === 'unavailable' ? 'jp-Air-unavailable' : 'jp-Air-error'}`}
+          role="alert"
+        >
+          <div className="jp-Air-banner-title">
+            {error.kind === 'unavailable' ? 'Server extension unavailable' : 'Reading GPU data failed'}
+          </div>
+          <div>{error.message}</div>
+          {model.retryInMs !== null && !model.paused ? (
+            <div className="jp-Air-retry">
+              Retrying in {formatDuration(Math.max(1, Math.round(model.retryInMs / 1000)))}.
+            </div>
+          ) : null}
+        </div>
+      ) : null}
+      {payload ? (
+        <HostRow
+          cpuPercent={latestValue(history.hostCpuPercent)}
+          memoryUsedBytes={latestValue(history.hostMemoryUsedBytes)}
+          memoryTotalBytes={payload.host?.memory_total_bytes ?? null}
+        />
+      ) : null}
+      {payload && !payload.available ? (
+        <div className="jp-Air-empty">
+          <div className="jp-Air-empty-title">No GPU on this node</div>
+          <div className="jp-Air-empty-reason">{payload.reason ?? 'The server reports no GPU.'}</div>
+        </div>
+      ) : null}
+      {!payload && !error ? <div className="jp-Air-loading">Loading GPU data…</div> : null}
+      {devices.length > 0 ? (
+        <>
+          <DeviceList devices={devices} history={history} />
+          <ChartsView
+            gpuCount={devices.length}
+            history={history}
+            revision={revision}
+            themeKey={themeKey}
+            windowMs={model.settings.historyWindowMinutes * 60 * 1000}
+            maxGapMs={Math.max(2.5 * intervalMs, 2500)}
+          />
+          <ProcessList devices={devices} processes={model.processes} onOpenPath={onOpenPath} />
+        </>
+      ) : null}
+    </div>
+  );
+}

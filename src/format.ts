@@ -1,0 +1,42 @@
+/** Human-readable units for the GPU resources panel. */
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** `1073741824` → `"1.0 GiB"`; `null` → `"–"`. */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) {
+    return '–';
+  }
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${BYTE_UNITS[unit]}`;
+}
+
+/** A number with a unit, or `"–"` when the device cannot report it. */
+export function formatValue(value: number | null | undefined, unit: string, digits = 0): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) {
+    return '–';
+  }
+  return `${value.toFixed(digits)}${unit}`;
+}
+
+/** `300` → `"5 minutes"`, `60` → `"1 minute"`, `90` → `"90 seconds"`. */
+export function formatDuration(seconds: number): string {
+  if (seconds >= 60 && seconds % 60 === 0) {
+    const minutes = seconds / 60;
+    return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  }
+  return `${seconds} second${seconds === 1 ? '' : 's'}`;
+}
+
+/** Local wall-clock time of an epoch-millisecond timestamp, e.g. `"14:03:27"`. */
+export function formatClock(epochMs: number | null): string {
+  if (epochMs === null) {
+    return '–';
+  }
+  return new Date(epochMs).toLocaleTimeString([], { hour12: false });
+}

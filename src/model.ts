@@ -1,0 +1,302 @@
+/** The GPU model: owns the one poll of the server, the history and the inactivity pause. */
+import { IDisposable } from '@lumino/disposable';
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { formatDuration } from './format';
+import { appendPayload, capHistory, emptyHistory, IGpuHistory, newestTimestamp } from './history';
+import { requestAPI, RequestError } from './request';
+import { DEFAULT_SETTINGS, IGpuDevice, IGpuPayload, IGpuProcess, IGpuSettings } from './tokens';
+
+/** What the header shows. */
+export type GpuState = 'loading' | 'live' | 'paused' | 'no-gpu' | 'unavailable' | 'error';
+
+/** The request seam: `requestAPI` in the application, a fake in unit tests. */
+export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
+
+/** Longest wait between two attempts while the server keeps failing. */
+const MAX_BACKOFF_MS = 5 * 60 * 1000;
+
+/**
+ * Polls `jupyter-air/gpu` and keeps the history; widgets subscribe to `changed` and never fetch.
+ *
+ * The first request loads the full history the server holds; later ones ask only for samples
+ * newer than the newest held (`?since=`). Requests never overlap. Polling pauses after the
+ * inactivity timeout (panel hidden, or no pointer/keyboard activity) and resumes on `refresh()`
+ * or when the panel is shown again.
+ */
+export class GpuModel implements IDisposable {
+  constructor(options: GpuModel.IOptions = {}) {
+    this._request = options.request ?? requestAPI;
+    this._now = options.now ?? Date.now;
+    this._settings = { ...DEFAULT_SETTINGS, ...options.settings };
+    this._lastActivityMs = this._now();
+    this._poll = new Poll<void, RequestError, 'standby'>({
+      auto: false,
+      factory: () => this._tick(),
+      frequency: this._frequency(),
+      name: 'jupyter-air:gpu',
+      standby: 'never'
+    });
+    this._poll.ticked.connect((_, state) => {
+      const retry = state.phase === 'rejected' ? state.interval : null;
+      if (retry !== this._retryInMs) {
+        this._retryInMs = retry;
+        this._changed.emit();
+      }
+    });
+  }
+
+  /** Emitted whenever the data or the state changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._poll.isDisposed;
+  }
+
+  get settings(): IGpuSettings {
+    return this._settings;
+  }
+
+  /** Apply new settings; the new interval applies from the next poll. */
+  set settings(settings: IGpuSettings) {
+    this._settings = { ...settings };
+    this._poll.frequency = this._frequency();
+    capHistory(this._history, this._windowMs());
+    this._changed.emit();
+  }
+
+  get state(): GpuState {
+    if (this._error?.kind === 'unavailable') {
+      return 'unavailable';
+    }
+    if (this._error) {
+      return 'error';
+    }
+    if (this._paused) {
+      return 'paused';
+    }
+    if (!this._payload) {
+      return 'loading';
+    }
+    return this._payload.available ? 'live' : 'no-gpu';
+  }
+
+  /** True once polling stopped for inactivity. */
+  get paused(): boolean {
+    return this._paused;
+  }
+
+  /** The pause message, e.g. "Paused after 5 minutes of inactivity — Refresh to resume". */
+  get pauseMessage(): string {
+    const timeout = formatDuration(this._settings.inactivityTimeoutSeconds);
+    return `Paused after ${timeout} of inactivity — Refresh to resume`;
+  }
+
+  /** The last request failure, cleared by the next success. */
+  get error(): RequestError | null {
+    return this._error;
+  }
+
+  /** Milliseconds until the next attempt after a failure, or `null`. */
+  get retryInMs(): number | null {
+    return this._retryInMs;
+  }
+
+  /** The latest answer of the server (its history columns are merged into `history`). */
+  get payload(): IGpuPayload | null {
+    return this._payload;
+  }
+
+  get devices(): IGpuDevice[] {
+    return this._payload?.devices ?? [];
+  }
+
+  get processes(): IGpuProcess[] {
+    return this._payload?.processes ?? [];
+  }
+
+  get history(): IGpuHistory {
+    return this._history;
+  }
+
+  /** Epoch milliseconds of the newest sample held, or `null`. */
+  get newestSampleMs(): number | null {
+    return newestTimestamp(this._history);
+  }
+
+  /** Whether the first request has been made. */
+  get started(): boolean {
+    return this._started;
+  }
+
+  /** Load the full history and start polling (once). */
+  start(): Promise<void> {
+    if (this._started || this.isDisposed) {
+      return Promise.resolve();
+    }
+    this._started = true;
+    this._lastActivityMs = this._now();
+    return this._poll.start();
+  }
+
+  /** Fetch a fresh sample now (`POST gpu/refresh`), resuming polling if paused. */
+  async refresh(): Promise<void> {
+    if (this.isDisposed) {
+      return;
+    }
+    this._lastActivityMs = this._now();
+    if (this._visible) {
+      this._hiddenSinceMs = null;
+    }
+    this._refreshRequested = true;
+    this._started = true;
+    const resumed = this._paused;
+    this._paused = false;
+    if (resumed) {
+      this._changed.emit();
+    }
+    const phase = this._poll.state.phase;
+    await (phase === 'stopped' || phase === 'constructed'
+      ? this._poll.start()
+      : this._poll.refresh());
+    // The tick scheduled above settles once its request has been answered.
+    await this._poll.tick.catch(() => undefined);
+  }
+
+  /** Record pointer or keyboard activity in the page. */
+  notifyActivity(): void {
+    this._lastActivityMs = this._now();
+  }
+
+  /** Tell the model whether the panel is visible; showing a paused panel resumes polling. */
+  setVisible(visible: boolean): void {
+    if (visible === this._visible) {
+      return;
+    }
+    this._visible = visible;
+    if (!visible) {
+      this._hiddenSinceMs = this._now();
+      return;
+    }
+    this._hiddenSinceMs = null;
+    this._lastActivityMs = this._now();
+    if (!this._started) {
+      void this.start();
+    } else if (this._paused) {
+      void this.refresh();
+    }
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._poll.dispose();
+    Signal.clearData(this);
+  }
+
+  private _frequency() {
+    const interval = this._settings.pollIntervalSeconds * 1000;
+    return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
+  }
+
+  private _windowMs(): number {
+    return this._settings.historyWindowMinutes * 60 * 1000;
+  }
+
+  private _inactive(): boolean {
+    const now = this._now();
+    const timeoutMs = this._settings.inactivityTimeoutSeconds * 1000;
+    const hiddenTooLong = this._hiddenSinceMs !== null && now - this._hiddenSinceMs >= timeoutMs;
+    return hiddenTooLong || now - this._lastActivityMs >= timeoutMs;
+  }
+
+  /** The poll's factory: pause when inactive, otherwise fetch and merge. */
+  private async _tick(): Promise<void> {
+    const refresh = this._refreshRequested;
+    this._refreshRequested = false;
+    if (!refresh && this._inactive()) {
+      this._paused = true;
+      void this._poll.stop();
+      this._changed.emit();
+      return;
+    }
+    await this._serialized(() => this._fetch(refresh));
+  }
+
+  /** Run requests one after another, never two at once. */
+  private _serialized(fn: () => Promise<void>): Promise<void> {
+    const run = this._inflight.then(fn, fn);
+    this._inflight = run.catch(() => undefined);
+    return run;
+  }
+
+  private async _fetch(refresh: boolean): Promise<void> {
+    const since = newestTimestamp(this._history);
+    const query = since === null ? '' : `?since=${since}`;
+    const endpoint = (refresh ? 'gpu/refresh' : 'gpu') + query;
+    let payload: IGpuPayload;
+    try {
+      payload = await this._request<IGpuPayload>(
+        endpoint,
+        refresh ? { method: 'POST' } : { method: 'GET' }
+      );
+    } catch (error) {
+      this._error =
+        error instanceof RequestError
+          ? error
+          : new RequestError(`Reading GPU data failed: ${error}`, 'server', null);
+      this._changed.emit();
+      throw this._error;
+    }
+    this._merge(payload);
+    this._error = null;
+    this._changed.emit();
+  }
+
+  private _merge(payload: IGpuPayload): void {
+    const previous = this._payload;
+    const sameSetup =
+      previous !== null &&
+      previous.node === payload.node &&
+      previous.source === payload.source &&
+      previous.devices.length === payload.devices.length;
+    if (!sameSetup) {
+      this._history = emptyHistory(payload.devices.length);
+    }
+    appendPayload(this._history, payload);
+    capHistory(this._history, this._windowMs());
+    this._payload = payload;
+  }
+
+  private _changed = new Signal<this, void>(this);
+  private _error: RequestError | null = null;
+  private _hiddenSinceMs: number | null = null;
+  private _history: IGpuHistory = emptyHistory(0);
+  private _inflight: Promise<void> = Promise.resolve();
+  private _lastActivityMs: number;
+  private _now: () => number;
+  private _paused = false;
+  private _payload: IGpuPayload | null = null;
+  private _poll: Poll<void, RequestError, 'standby'>;
+  private _refreshRequested = false;
+  private _request: Requester;
+  private _retryInMs: number | null = null;
+  private _settings: IGpuSettings;
+  private _started = false;
+  private _visible = false;
+}
+
+export namespace GpuModel {
+  export interface IOptions {
+    /** Replaces `requestAPI` (tests). */
+    request?: Requester;
+    /** Initial settings. */
+    settings?: Partial<IGpuSettings>;
+    /** Clock in epoch milliseconds (tests). */
+    now?: () => number;
+  }
+}

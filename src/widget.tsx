@@ -1,0 +1,72 @@
+/** The Lumino sidebar widget wrapping the GPU view; reports its visibility to the model. */
+import { ReactWidget } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import * as React from 'react';
+
+import { GpuPanel } from './components/GpuPanel';
+import { GpuModel } from './model';
+import { PANEL_ID } from './tokens';
+
+export class GpuPanelWidget extends ReactWidget {
+  constructor(options: GpuPanelWidget.IOptions) {
+    super();
+    this.model = options.model;
+    this._onOpenPath = options.onOpenPath;
+    this.id = PANEL_ID;
+    this.addClass('jp-Air-panel');
+    this.model.changed.connect(this._onModelChanged, this);
+  }
+
+  readonly model: GpuModel;
+
+  /** Re-read the theme's colours (call after a theme change). */
+  refreshTheme(): void {
+    this._themeKey += 1;
+    this.update();
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this.model.changed.disconnect(this._onModelChanged, this);
+    super.dispose();
+  }
+
+  protected render(): JSX.Element {
+    return (
+      <GpuPanel
+        model={this.model}
+        revision={this._revision}
+        themeKey={this._themeKey}
+        onOpenPath={this._onOpenPath}
+      />
+    );
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.model.setVisible(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.model.setVisible(false);
+  }
+
+  private _onModelChanged(): void {
+    this._revision += 1;
+    this.update();
+  }
+
+  private _onOpenPath: (path: string) => void;
+  private _revision = 0;
+  private _themeKey = 0;
+}
+
+export namespace GpuPanelWidget {
+  export interface IOptions {
+    model: GpuModel;
+    onOpenPath: (path: string) => void;
+  }
+}

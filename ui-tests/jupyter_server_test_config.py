@@ -1,0 +1,23 @@
+"""JupyterLab server configuration for the browser tests (Galata); never use it in production."""
+
+import os
+
+from jupyterlab.galata import configure_jupyter_server
+
+configure_jupyter_server(c)  # noqa: F821 (c is the config object Jupyter passes in)
+
+# Each Playwright project starts its own server on its own fixed port (see playwright.config.ts).
+c.ServerApp.port = int(os.environ.get("JUPYTER_AIR_UI_PORT", "8891"))  # noqa: F821
+c.ServerApp.port_retries = 0  # noqa: F821
+c.ServerApp.allow_root = True  # noqa: F821
+
+# The GPU source comes from JUPYTER_AIR_GPU_SOURCE (simulated or none); samples are taken often so
+# that a Refresh always brings new numbers within a short test.
+c.JupyterAir.simulated_gpus = 2  # noqa: F821
+c.JupyterAir.sample_interval_seconds = 2  # noqa: F821
+
+# JUPYTER_AIR_UI_SERVER_EXTENSION=off runs JupyterLab with the frontend but without the server
+# extension, as on a server where the Python package is missing.
+c.ServerApp.jpserver_extensions = {  # noqa: F821
+    "jupyter_air": os.environ.get("JUPYTER_AIR_UI_SERVER_EXTENSION", "on") != "off"
+}

@@ -1,0 +1,58 @@
+/**
+ * Browser tests against real JupyterLab servers in Debian's Chromium:
+ * one server per GPU source (simulated, none) and one without the server extension.
+ */
+import type { PlaywrightTestConfig } from '@playwright/test';
+
+const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
+
+const SERVERS = [
+  { name: 'simulated', port: 8891, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
+  { name: 'no-gpu', port: 8892, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
+  {
+    name: 'no-server-extension',
+    port: 8893,
+    env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
+  }
+];
+
+const config: PlaywrightTestConfig = {
+  ...baseConfig,
+  timeout: 90_000,
+  workers: 1,
+  retries: 0,
+  reporter: [['list'], ['html', { open: 'never' }]],
+  use: {
+    ...baseConfig.use,
+    video: 'off',
+    trace: 'off',
+    viewport: { width: 1440, height: 900 },
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-dev-shm-usage',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync'
+      ]
+    }
+  },
+  projects: SERVERS.map(server => ({
+    name: server.name,
+    testMatch: `${server.name}.spec.ts`,
+    use: { baseURL: `http://localhost:${server.port}` }
+  })),
+  webServer: SERVERS.map(server => ({
+    command: 'jlpm start',
+    url: `http://localhost:${server.port}/lab`,
+    env: { ...(process.env as Record<string, string>), ...server.env, JUPYTER_AIR_UI_PORT: String(server.port) },
+    timeout: 120_000,
+    reuseExistingServer: false
+  }))
+};
+
+export default config;

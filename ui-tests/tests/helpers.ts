@@ -1,0 +1,55 @@
+/** Selectors and helpers shared by the GPU panel browser tests. */
+import type { Locator, Page, Request } from '@playwright/test';
+
+export const PANEL_ID = 'jupyter-air-gpu-panel';
+export const PANEL = `#${PANEL_ID}`;
+export const SIDEBAR_TAB = `.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="${PANEL_ID}"]`;
+export const PLUGIN_ID = 'jupyter-air:plugin';
+
+/** Record every request the page makes to the GPU routes, in order. */
+export function recordGpuRequests(page: Page): Request[] {
+  const seen: Request[] = [];
+  page.on('request', request => {
+    if (new URL(request.url()).pathname.includes('/jupyter-air/gpu')) {
+      seen.push(request);
+    }
+  });
+  return seen;
+}
+
+export function isRefresh(request: Request): boolean {
+  return request.method() === 'POST' && new URL(request.url()).pathname.endsWith('/jupyter-air/gpu/refresh');
+}
+
+export function isPoll(request: Request): boolean {
+  return request.method() === 'GET' && new URL(request.url()).pathname.endsWith('/jupyter-air/gpu');
+}
+
+/** Open the panel through the command palette. */
+export async function openFromPalette(page: Page): Promise<void> {
+  await page.keyboard.press('Control+Shift+C');
+  const input = page.locator('.lm-CommandPalette-input');
+  await input.fill('Open GPU resources');
+  await page.locator('.lm-CommandPalette-item', { hasText: 'Open GPU resources' }).first().click();
+}
+
+/** The current values of every GPU, as shown. */
+export async function shownValues(panel: Locator): Promise<string[]> {
+  return panel.locator('.jp-Air-device-values').allTextContents();
+}
+
+/** Drag the handle between the main area and the right sidebar so the sidebar is `width` px wide. */
+export async function widenRightSidebar(page: Page, width: number): Promise<void> {
+  const handles = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)');
+  const handle = handles.last();
+  const box = await handle.boundingBox();
+  const viewport = page.viewportSize();
+  if (!box || !viewport) {
+    throw new Error('The right sidebar handle is not on the page.');
+  }
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width / 2, y);
+  await page.mouse.down();
+  await page.mouse.move(viewport.width - width - 33, y, { steps: 5 });
+  await page.mouse.up();
+}

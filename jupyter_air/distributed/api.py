@@ -1,0 +1,132 @@
+"""``@distributed``: run a function on every GPU of the node as one tracked MLflow run."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+from jupyter_air.distributed import runs
+from jupyter_air.distributed.errors import DistributedTimeout
+from jupyter_air.distributed.launch import Call, world_size_for
+from jupyter_air.distributed.logs import RankLogTail
+from jupyter_air.distributed.tracked import TrackedRun, quiet_launcher_logs
+
+#: Seconds between looks at the workers' logs and the launcher while a call runs.
+_POLL_SECONDS = 0.1
+
+
+def _wait(call: Call, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while call.running:
+        call.join(_POLL_SECONDS)
+        tail.pump()
+        run.tick()
+        if deadline is not None and time.monotonic() > deadline and call.running:
+            call.stop()
+            raise DistributedTimeout(
+                f"the call ran longer than timeout={timeout} s; every worker was stopped."
+                " Raise `timeout=` or look at the last [rank N] lines for where it hung."
+            )
+
+
+def run_distributed(
+    function,
+    args: tuple,
+    kwargs: dict,
+    *,
+    gpus: int | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+    log_system_metrics: bool = True,
+    timeout: float | None = None,
+    source: str = "distributed",
+    name: str | None = None,
+    params: dict[str, str] | None = None,
+) -> list:
+    """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    world_size, gpu_count = world_size_for(gpus)
+    tags = {
+        "air.source": source,
+        "air.function": name or getattr(function, "__qualname__", repr(function)),
+        "air.gpus": str(gpu_count),
+        "air.world_size": str(world_size),
+    }
+    params = runs.call_params(function, args, kwargs) if params is None else params
+    call = Call(function, args, kwargs, world_size)  # fails here, before any run exists, if it cannot travel
+    try:
+        return _run_tracked(call, timeout, experiment, run_name, tags, params, log_system_metrics)
+    finally:
+        call.cleanup()
+
+
+def _run_tracked(call: Call, timeout, experiment, run_name, tags, params, log_system_metrics) -> list:
+    logs = [call.log_path(rank) for rank in range(call.world_size)]
+    tail = RankLogTail(logs)
+    run = None
+    try:
+        with quiet_launcher_logs():
+            try:
+                call.start()  # the ranks start while their run is created, then wait for its id
+                run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags)
+                call.release({**os.environ, **runs.worker_environment(run.info)})
+                run.announce(params, log_system_metrics)
+                _wait(call, tail, run, timeout)
+            finally:
+                call.stop()
+        results = call.results()
+    except BaseException as exc:
+        if run is not None:
+            _keep_logs(tail, run, logs)
+            run.finish_for(exc)
+        raise
+    _keep_logs(tail, run, logs)
+    run.finish_for(None)
+    return results
+
+
+def _keep_logs(tail: RankLogTail, run: TrackedRun, logs) -> None:
+    tail.pump(final=True)
+    runs.upload_logs(run.info, logs)
+
+
+class DistributedFunction:
+    """A function that runs locally when called and on every GPU with ``.distributed(...)``."""
+
+    def __init__(self, function, **options):
+        functools.update_wrapper(self, function)
+        self._function = function
+        self._options = options
+
+    def __call__(self, *args, **kwargs):
+        return self._function(*args, **kwargs)
+
+    def distributed(self, *args, **kwargs) -> list:
+        """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank."""
+        return run_distributed(self._function, args, kwargs, **self._options)
+
+
+def distributed(
+    function=None,
+    *,
+    gpus: int | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+    log_system_metrics: bool = True,
+    timeout: float | None = None,
+):
+    """Decorate a training function so ``fn.distributed(...)`` runs it on every GPU as a tracked run.
+
+    ``gpus``: processes to start, one per GPU (None: every visible GPU; on a node without GPUs,
+    ``gpus`` CPU processes, one when None). ``experiment`` / ``run_name``: where the run is
+    recorded. ``log_system_metrics``: sample CPU, memory and GPU every 10 s into the run.
+    ``timeout``: seconds after which a hung call is stopped.
+    """
+    options = dict(
+        gpus=gpus, experiment=experiment, run_name=run_name, log_system_metrics=log_system_metrics, timeout=timeout
+    )
+    if function is None:
+        return lambda fn: DistributedFunction(fn, **options)
+    return DistributedFunction(function, **options)

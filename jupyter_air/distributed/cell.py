@@ -1,0 +1,57 @@
+"""Run a notebook cell's code on every rank, shipping the names it reads and returning what it assigns."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import re
+
+#: Names IPython puts in the user namespace that mean nothing in a worker (plus its output history).
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
+_HISTORY_NAME = re.compile(r"^(_+|_i+|_i?\d+|_oh|_ih|_dh|_exit_code)$")
+
+
+def names_read(source: str) -> set[str]:
+    """Every plain name the code reads (loads), anywhere in it."""
+    tree = ast.parse(source)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def shipped_namespace(source: str, user_ns: dict) -> dict:
+    """The notebook names the cell reads, leaving out the kernel's own helpers and output history."""
+    wanted = names_read(source) - _KERNEL_NAMES
+    return {
+        name: user_ns[name]
+        for name in sorted(wanted)
+        if name in user_ns and not _HISTORY_NAME.match(name) and user_ns[name] is not getattr(builtins, name, None)
+    }
+
+
+def unpicklable(namespace: dict) -> dict[str, str]:
+    """``{name: type}`` of the values that cannot be sent to another process."""
+    import cloudpickle
+
+    bad = {}
+    for name, value in namespace.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception:  # noqa: BLE001 - any pickling failure means the value cannot travel
+            bad[name] = type(value).__qualname__
+    return bad
+
+
+def run_cell_on_rank(source: str, filename: str, namespace: dict) -> dict | None:
+    """Execute the cell; rank 0 returns ``{"values": picklable new names, "unpicklable": {name: type}}``."""
+    scope = {"__name__": "__main__", "__builtins__": builtins, **namespace}
+    exec(compile(source, filename, "exec"), scope)  # noqa: S102 - running the user's own cell is the point
+    if os.environ.get("RANK") != "0":
+        return None
+    assigned = {
+        name: value
+        for name, value in scope.items()
+        if not name.startswith("__") and not (name in namespace and namespace[name] is value)
+    }
+    stuck = unpicklable(assigned)
+    values = {name: value for name, value in assigned.items() if name not in stuck}
+    return {"values": values, "unpicklable": stuck}

@@ -1,0 +1,229 @@
+"""Start one worker process per rank with PyTorch's elastic launcher and stop them all on demand."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import psutil
+
+from jupyter_air.distributed.errors import DistributedError, describe_exit
+from jupyter_air.distributed.pickling import dumps
+
+#: Start method for workers. A fork server is a fresh interpreter that imports torch but never
+#: touches CUDA; each rank is forked from it, so no rank inherits the kernel's CUDA context,
+#: threads or locks (plain ``fork`` would), and after the first call a rank starts in a fraction
+#: of ``spawn``'s time because torch is already imported.
+START_METHOD = "forkserver"
+_FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air.distributed.worker"]
+#: Seconds between SIGTERM and SIGKILL when stopping workers.
+_TERM_GRACE_SECONDS = 3.0
+#: Seconds to wait for the launcher to notice stopped workers before giving up on it.
+_STOP_DEADLINE_SECONDS = 10.0
+
+_INSTALL_HINT = (
+    "`.distributed()` needs PyTorch: install it with `pip install 'jupyter-air[distributed]'` "
+    "(or `pip install torch`) in this kernel's environment, then restart the kernel."
+)
+
+
+def require_torch():
+    """Import torch or explain how to install it."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise DistributedError(_INSTALL_HINT) from exc
+    return torch
+
+
+def world_size_for(gpus: int | None) -> tuple[int, int]:
+    """``(processes, gpus_used)``: one process per GPU, or ``gpus`` CPU processes on a node without GPUs."""
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise ValueError(f"gpus must be a positive whole number or None (every visible GPU), got {gpus!r}")
+    visible = require_torch().cuda.device_count()
+    if visible == 0:
+        return (gpus or 1), 0
+    if gpus is not None and gpus > visible:
+        raise ValueError(
+            f"gpus={gpus} but this node has {visible} visible GPU(s)"
+            " (CUDA_VISIBLE_DEVICES limits them): ask for at most that many"
+        )
+    count = gpus or visible
+    return count, count
+
+
+def notebook_sources() -> dict[str, list[str]]:
+    """Source lines of code with no file on disk (notebook cells), so worker tracebacks can show them."""
+    return {
+        name: list(entry[2])
+        for name, entry in list(linecache.cache.items())
+        if len(entry) == 4 and entry[1] is None and entry[2]
+    }
+
+
+def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = START_METHOD):
+    """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, a free port."""
+    from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+    from torch.distributed.launcher.api import LaunchConfig
+
+    if start_method == "forkserver":
+        import multiprocessing
+
+        multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+    return LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=world_size,
+        run_id=f"air-{uuid.uuid4().hex[:12]}",
+        rdzv_backend="c10d",
+        rdzv_endpoint="localhost:0",
+        max_restarts=0,
+        monitor_interval=0.05,
+        start_method=start_method,
+        logs_specs=DefaultLogsSpecs(log_dir=str(log_dir)),
+    )
+
+
+class Call:
+    """One launch of ``function(*args, **kwargs)`` on ``world_size`` local ranks."""
+
+    def __init__(self, function, args: tuple, kwargs: dict, world_size: int):
+        self.world_size = world_size
+        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-"))
+        for sub in ("logs", "pids", "results", "errors", "elastic"):
+            (self.folder / sub).mkdir()
+        for rank in range(world_size):
+            self.log_path(rank).touch()  # every rank has a log artifact, even one that never started
+        context = {"sys_path": list(sys.path), "cwd": os.getcwd(), "sources": notebook_sources()}
+        (self.folder / "context.json").write_text(json.dumps(context))
+        try:
+            data = dumps({"function": function, "args": args, "kwargs": kwargs})
+        except Exception as exc:  # noqa: BLE001 - any pickling error means the call cannot travel
+            self.cleanup()
+            raise DistributedError(
+                f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."
+                " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
+                " connections inside the function."
+            ) from exc
+        (self.folder / "payload.pkl").write_bytes(data)
+        self._thread = threading.Thread(target=self._launch, name="air-elastic-agent", daemon=True)
+        # Waiting on an Event, not Thread.join(): a KeyboardInterrupt inside join() makes CPython
+        # (before 3.13) mark the thread stopped while it still runs.
+        self._done = threading.Event()
+        self._failure: BaseException | None = None
+
+    def log_path(self, rank: int) -> pathlib.Path:
+        return self.folder / "logs" / f"rank_{rank}.log"
+
+    def start(self) -> None:
+        """Launch the ranks; each waits for :meth:`release` before running the function."""
+        self._thread.start()
+
+    def release(self, env: dict[str, str]) -> None:
+        """Let the ranks run, with ``env`` as their environment (plus the launcher's rank variables)."""
+        staging = self.folder / "env.json.tmp"
+        staging.write_text(json.dumps(env))
+        os.replace(staging, self.folder / "env.json")  # atomic: a rank never reads half of it
+
+    def _launch(self) -> None:
+        from torch.distributed.launcher.api import elastic_launch
+
+        from jupyter_air.distributed.worker import run_rank
+
+        try:  # each rank writes its result to a file: return values need not survive plain pickle
+            elastic_launch(launch_config(self.world_size, self.folder / "elastic"), run_rank)(str(self.folder))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            self._failure = exc
+        finally:
+            self._done.set()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.ident is not None and not self._done.is_set()
+
+    def join(self, timeout: float) -> None:
+        self._done.wait(timeout)
+
+    def _worker_processes(self) -> list[psutil.Process]:
+        """Live ranks and their children; a pid since reused by another process is left alone."""
+        procs = []
+        for pid_file in (self.folder / "pids").glob("rank_*.pid"):
+            try:
+                pid, created = pid_file.read_text().split()
+                proc = psutil.Process(int(pid))
+                if abs(proc.create_time() - float(created)) < 0.01:
+                    procs.extend([proc, *proc.children(recursive=True)])
+            except (ValueError, psutil.Error):
+                continue
+        return procs
+
+    def stop(self) -> None:
+        """Stop every worker and its children (SIGTERM, then SIGKILL) and wait for the launcher."""
+        deadline = time.monotonic() + _STOP_DEADLINE_SECONDS
+        term_sent_at = time.monotonic()
+        while time.monotonic() < deadline:
+            procs = self._worker_processes()
+            hard = time.monotonic() - term_sent_at > _TERM_GRACE_SECONDS
+            for proc in procs:
+                try:
+                    proc.kill() if hard else proc.terminate()
+                except psutil.Error:
+                    continue
+            psutil.wait_procs(procs, timeout=0.2)
+            if not self.running and not any(p.is_running() for p in self._worker_processes()):
+                return
+            self._done.wait(0.1)
+
+    def results(self) -> list:
+        """Each rank's return value, indexed by global rank; raises DistributedError for a failed call."""
+        import cloudpickle
+
+        if self._failure is not None:
+            raise self._failure_error() from None
+        values = []
+        for rank in range(self.world_size):
+            path = self.folder / "results" / f"rank_{rank}.pkl"
+            if not path.exists():
+                raise DistributedError(f"rank {rank} ended without returning a result", rank=rank)
+            values.append(cloudpickle.loads(path.read_bytes()))
+        return values
+
+    def _failure_error(self) -> DistributedError:
+        from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+        exc = self._failure
+        if not isinstance(exc, ChildFailedError):
+            return DistributedError(f"the elastic launcher failed: {type(exc).__name__}: {exc}")
+        failures = {rank: f"{describe_exit(f.exitcode)}" for rank, f in exc.failures.items()}
+        rank, first = exc.get_first_failure()
+        error_file = self.folder / "errors" / f"rank_{rank}.json"
+        if error_file.exists():
+            error = json.loads(error_file.read_text())
+            summary = f"{error['exception_type']}: {error['exception_message']}"
+            return DistributedError(
+                f"rank {rank} failed ({describe_exit(first.exitcode)}): {summary}",
+                rank=rank,
+                exitcode=first.exitcode,
+                exception_type=error["exception_type"],
+                exception_message=error["exception_message"],
+                worker_traceback=error["traceback"],
+                failures=failures,
+            )
+        return DistributedError(
+            f"rank {rank} {describe_exit(first.exitcode)} without raising a Python exception"
+            f" (os._exit, a crash or a signal); its output is in logs/node_0/rank_{rank}.log",
+            rank=rank,
+            exitcode=first.exitcode,
+            failures=failures,
+        )
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)

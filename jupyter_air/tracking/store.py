@@ -1,0 +1,144 @@
+"""Where runs are recorded: the MLflow tracking URI, experiments and links that open a run."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+from urllib.parse import quote
+
+import psutil
+
+#: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
+PROXY_PATH = "mlflow/"
+
+
+def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:
+    """The folder jupyter_air keeps its state in: ``$AIR_HOME`` or ``~/.jupyter_air``, created if missing."""
+    env = os.environ if environ is None else environ
+    home = pathlib.Path(env.get("AIR_HOME") or "~/.jupyter_air").expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
+    """``$MLFLOW_TRACKING_URI`` when set, else the embedded SQLite store ``sqlite:///<AIR_HOME>/mlflow.db``."""
+    env = os.environ if environ is None else environ
+    return env.get("MLFLOW_TRACKING_URI") or f"sqlite:///{air_home(env) / 'mlflow.db'}"
+
+
+def default_artifact_location(environ: Mapping[str, str] | None = None) -> str:
+    """Artifact root of experiments created in a local store: ``<AIR_HOME>/mlartifacts``."""
+    return str(air_home(environ) / "mlartifacts")
+
+
+def is_remote(uri: str) -> bool:
+    """True when the tracking URI is an HTTP(S) tracking server."""
+    return uri.startswith(("http://", "https://"))
+
+
+def is_local(uri: str) -> bool:
+    """True for stores read straight from this machine (a database URL or a local folder)."""
+    scheme = uri.split(":", 1)[0] if "://" in uri else "file"
+    return scheme in {"file", "sqlite", "postgresql", "mysql", "mssql"} or scheme.startswith(
+        ("sqlite+", "postgresql+", "mysql+", "mssql+")
+    )
+
+
+def client():
+    """An ``MlflowClient`` on :func:`tracking_uri` (imports MLflow on first use)."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri())
+
+
+def ensure_experiment(name: str, artifact_location: str | None = None) -> str:
+    """The id of experiment ``name``, created (or restored from the trash) if needed.
+
+    In a local store the artifacts default to :func:`default_artifact_location` rather than
+    MLflow's ``./mlruns`` relative to whatever the current directory happens to be.
+    """
+    from mlflow.exceptions import MlflowException
+
+    if not name or not name.strip():
+        raise ValueError("experiment name is empty: pass a name such as 'my-training'")
+    mlflow_client = client()
+    experiment = mlflow_client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            mlflow_client.restore_experiment(experiment.experiment_id)
+        return experiment.experiment_id
+    if artifact_location is None and is_local(tracking_uri()):
+        artifact_location = pathlib.Path(default_artifact_location()).as_uri()
+    elif artifact_location is not None and "://" not in artifact_location:
+        artifact_location = pathlib.Path(artifact_location).expanduser().resolve().as_uri()
+    try:
+        return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:
+        # Another process created it between our lookup and our create.
+        experiment = mlflow_client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return experiment.experiment_id
+
+
+def _running_servers() -> list[dict]:
+    """Jupyter servers of this user that are alive, as described by their runtime files."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    servers = []
+    for path in glob.glob(os.path.join(jupyter_runtime_dir(), "jpserver-*.json")):
+        try:
+            with open(path, encoding="utf-8") as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and psutil.pid_exists(int(info.get("pid", -1))):
+            servers.append(info)
+    return servers
+
+
+def _parent_server(servers: list[dict]) -> dict | None:
+    """The server among ``servers`` that this process (a kernel) descends from, if any."""
+    by_pid = {int(s["pid"]): s for s in servers}
+    try:
+        ancestors = psutil.Process().parents()
+    except psutil.Error:
+        return None
+    return next((by_pid[p.pid] for p in ancestors if p.pid in by_pid), None)
+
+
+def _same_store(server_pid: int) -> bool:
+    """True when the Jupyter server ``server_pid`` resolves the same tracking URI as this process."""
+    try:
+        server_env = psutil.Process(server_pid).environ()
+    except psutil.Error:
+        return True  # Unreadable (another user's process): assume the documented default.
+    return tracking_uri(server_env) == tracking_uri()
+
+
+def run_url(experiment_id: str, run_id: str) -> str | None:
+    """A link that opens the run in the MLflow UI, or None when no UI serving this store is known.
+
+    With an HTTP(S) tracking server the link points at it. With a local store it points at the
+    MLflow UI that the Jupyter server proxies at ``{base_url}mlflow/``: a path on the page's own
+    origin inside a kernel, a full URL from a plain script while a Jupyter server runs.
+    """
+    fragment = f"#/experiments/{quote(str(experiment_id), safe='')}/runs/{quote(str(run_id), safe='')}"
+    uri = tracking_uri()
+    if is_remote(uri):
+        return f"{uri.rstrip('/')}/{fragment}"
+    if not is_local(uri):
+        return None
+    servers = _running_servers()
+    server = _parent_server(servers)
+    if server is not None:
+        if not _same_store(int(server["pid"])):
+            return None
+        return f"{server.get('base_url', '/')}{PROXY_PATH}{fragment}"
+    for server in servers:
+        if _same_store(int(server["pid"])):
+            return f"{server['url'].rstrip('/')}/{PROXY_PATH}{fragment}"
+    return None

@@ -1,0 +1,160 @@
+"""One system-metrics sampler per node per run, logged under MLflow's own ``system/...`` names."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+log = logging.getLogger(__name__)
+
+#: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
+_JOIN_TIMEOUT_SECONDS = 10.0
+
+
+class GpuMetrics:
+    """Per-GPU samples from jupyter_air's NVML source, named like MLflow's GPU monitor plus temperature."""
+
+    def __init__(self, source):
+        self._source = source
+        self._samples: dict[str, list[float]] = defaultdict(list)
+
+    def collect_metrics(self) -> None:
+        reading = self._source.read()
+        columns = {
+            "utilization_percentage": reading.utilization_percent,
+            "temperature_celsius": reading.temperature_celsius,
+            "power_usage_watts": reading.power_watts,
+        }
+        for name, values in columns.items():
+            for index, value in enumerate(values or []):
+                if value is not None:
+                    self._samples[f"gpu_{index}_{name}"].append(float(value))
+        used, total = reading.memory_used_bytes or [], reading.memory_total_bytes or []
+        for index, (used_bytes, total_bytes) in enumerate(zip(used, total)):
+            if used_bytes is None:
+                continue
+            self._samples[f"gpu_{index}_memory_usage_megabytes"].append(used_bytes / 1e6)
+            if total_bytes:
+                self._samples[f"gpu_{index}_memory_usage_percentage"].append(used_bytes / total_bytes * 100)
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+
+
+def _open_gpu_source():
+    """The NVML source, or None when this node has no usable GPU."""
+    from jupyter_air.gpu.sources import open_source
+
+    source = open_source("nvml")
+    if source.available:
+        return source
+    log.info("No GPU metrics for this run: %s", source.reason)
+    source.close()
+    return None
+
+
+class SystemMetrics:
+    """Samples CPU, memory, disk, network and GPU metrics and logs them to one MLflow run.
+
+    Unlike MLflow's ``SystemMetricsMonitor`` it keeps sampling whatever the run's status (a worker
+    may end the run while the launcher still owns it) and ``stop()`` always logs a final sample,
+    so a call shorter than one interval still records one. Metric names are MLflow's
+    (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
+    ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        interval_seconds: float = 10.0,
+        node_id: str | None = None,
+        gpu_source=None,
+    ):
+        if interval_seconds <= 0:
+            raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
+        self.run_id = run_id
+        self.interval_seconds = interval_seconds
+        self.prefix = f"system/{node_id}/" if node_id else "system/"
+        self._gpu_source = gpu_source
+        self._owns_source = gpu_source is None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._step = 0
+        self._monitors: list = []
+        self._client = None
+
+    def __enter__(self) -> SystemMetrics:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Begin sampling in a daemon thread; the first sample is logged after one interval."""
+        if self._thread is not None:
+            return
+        from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
+        from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
+        from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
+
+        from jupyter_air.tracking.store import client
+
+        self._client = client()
+        self._monitors = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
+        if self._owns_source:
+            self._gpu_source = _open_gpu_source()
+        if self._gpu_source is not None:
+            self._monitors.append(GpuMetrics(self._gpu_source))
+        self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
+        for monitor in self._monitors:
+            monitor.clear_metrics()
+        self._thread = threading.Thread(target=self._loop, name=f"air-system-metrics-{self.run_id}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling and log one final sample covering the time since the last one."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(_JOIN_TIMEOUT_SECONDS)
+        self._thread = None
+        self._sample_and_log()
+        if self._owns_source and self._gpu_source is not None:
+            self._gpu_source.close()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_seconds):
+            self._sample_and_log()
+
+    def _collect(self) -> None:
+        for monitor in self._monitors:
+            try:
+                monitor.collect_metrics()
+            except Exception as exc:  # noqa: BLE001 - a failing sensor must not end the run's sampling
+                log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
+
+    def _sample_and_log(self) -> None:
+        from mlflow.entities import Metric
+
+        with self._lock:
+            self._collect()
+            values: dict[str, float] = {}
+            for monitor in self._monitors:
+                values.update(monitor.aggregate_metrics())
+                monitor.clear_metrics()
+            timestamp_ms = int(time.time() * 1000)
+            metrics = [Metric(self.prefix + k, v, timestamp_ms, self._step) for k, v in values.items()]
+            self._step += 1
+        if not metrics:
+            return
+        try:
+            self._client.log_batch(self.run_id, metrics=metrics)
+        except Exception as exc:  # noqa: BLE001 - the store may be briefly locked; sampling goes on
+            log.warning("System metrics for run %s not logged: %s", self.run_id, exc)

@@ -1,0 +1,96 @@
+"""Fixtures for distributed runs: one real SQLite MLflow store per session, a clean environment per test, orphan checks."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import threading
+import time
+
+import psutil
+import pytest
+
+
+@pytest.fixture(scope="session")
+def air_home(tmp_path_factory) -> pathlib.Path:
+    """One AIR_HOME (and so one SQLite store) for every test here: creating a store costs seconds."""
+    return tmp_path_factory.mktemp("air-home")
+
+
+@pytest.fixture
+def store(air_home, tmp_path, monkeypatch):
+    """The real MLflow store under AIR_HOME, with nothing in the environment choosing a run or experiment."""
+    from jupyter_air.tracking.store import client
+
+    monkeypatch.setenv("AIR_HOME", str(air_home))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{air_home / 'mlflow.db'}")
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID", "JPY_SESSION_NAME",
+                 "JUPYTERHUB_USER"):
+        monkeypatch.delenv(name, raising=False)
+    import mlflow.tracking.fluent
+
+    monkeypatch.setattr(mlflow.tracking.fluent, "_active_experiment_id", None)
+    yield client()
+    while mlflow.active_run():
+        mlflow.end_run()
+
+
+def _started_by_tests(air_home: pathlib.Path) -> dict[int, str]:
+    """Processes anywhere on the machine (orphans get re-parented) started with this test AIR_HOME,
+    leaving out this process's own multiprocessing fork server and resource tracker, which live as
+    long as this process by design."""
+    me = os.getpid()
+    found = {}
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
+        try:
+            if proc.pid == me or proc.environ().get("AIR_HOME") != str(air_home):
+                continue
+        except psutil.Error:
+            continue
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if proc.info["ppid"] == me and ("forkserver" in cmdline or "resource_tracker" in cmdline):
+            continue
+        found[proc.pid] = cmdline
+    return found
+
+
+@pytest.fixture
+def no_orphans(air_home):
+    """Fail the test if any process it started is still alive shortly after it ends (counted with psutil)."""
+    before = set(_started_by_tests(air_home))
+    yield
+    deadline = time.monotonic() + 5
+    while (left := {p: c for p, c in _started_by_tests(air_home).items() if p not in before}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert not left, f"{len(left)} process(es) left behind: {left}"
+    agents = [t.name for t in threading.enumerate() if t.name == "air-elastic-agent"]
+    assert not agents, f"launcher thread(s) still running: {agents}"
+
+
+@pytest.fixture
+def runs_of(store):
+    """Every run of an experiment (by name), newest first."""
+
+    def find(experiment_name: str):
+        experiment = store.get_experiment_by_name(experiment_name)
+        assert experiment is not None, f"experiment {experiment_name!r} was not created"
+        return store.search_runs([experiment.experiment_id], order_by=["attributes.start_time DESC"])
+
+    return find
+
+
+@pytest.fixture
+def artifact_text(store):
+    """The text of one artifact of a run."""
+    import mlflow.artifacts
+
+    def read(run_id: str, path: str) -> str:
+        local = mlflow.artifacts.download_artifacts(
+            run_id=run_id, artifact_path=path, tracking_uri=os.environ["MLFLOW_TRACKING_URI"]
+        )
+        return pathlib.Path(local).read_text()
+
+    return read

@@ -1,0 +1,91 @@
+"""The magics on an in-process IPython shell: registration, real help text, %air_gpu, unloading."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from jupyter_air.notebook_links import render_html, render_text
+from jupyter_air.distributed.runs import RunInfo
+
+
+@pytest.fixture
+def shell():
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_air")
+    yield ip
+    ip.run_line_magic("unload_ext", "jupyter_air")
+
+
+def test_magics_are_registered_with_real_help(shell):
+    # Given the extension loaded, Then each magic exists and `%%air_distributed?` documents every option
+    help_text = shell.find_cell_magic("air_distributed").__doc__
+    for option in ("--gpus", "--experiment", "--run-name", "--no-system-metrics", "--timeout"):
+        assert option in help_text
+    assert "--no-system-metrics" in shell.find_cell_magic("air_run").__doc__
+    assert shell.find_line_magic("air_gpu") is not None
+
+
+def test_unload_removes_the_magics():
+    # Given the extension loaded then unloaded, Then the magics are gone
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "jupyter_air")
+    ip.run_line_magic("unload_ext", "jupyter_air")
+    assert ip.find_cell_magic("air_distributed") is None and ip.find_line_magic("air_gpu") is None
+
+
+def test_air_gpu_prints_the_gpus_read_through_nvml(shell, fake_nvml, capsys):
+    # Given a node whose (fake) NVML reports two GPUs, When %air_gpu runs
+    shell.run_line_magic("air_gpu", "")
+
+    # Then a table lists each GPU with its readings, labelled with the real source
+    out = capsys.readouterr().out
+    assert "source: nvml" in out and "NOT real hardware" not in out
+    assert out.count("NVIDIA H100 80GB HBM3") == 2
+    assert "71" in out and "400.0" in out
+
+
+@pytest.mark.parametrize("nvml_init_error", ["LibraryNotFound"])
+def test_air_gpu_says_when_there_is_no_gpu(shell, fake_nvml, capsys):
+    # Given NVML that cannot load, When %air_gpu runs, Then it says so plainly, with the reason
+    shell.run_line_magic("air_gpu", "")
+    assert capsys.readouterr().out.startswith("No GPU on this node:")
+
+
+def test_run_status_escapes_hostile_names_and_links():
+    # Given a run whose experiment and run names and link carry markup
+    run = RunInfo("1", "<script>alert(1)</script>", "abc", "<img src=x onerror=alert(2)>", False,
+                  '/mlflow/#/experiments/1/runs/abc"><script>')
+
+    # Then the HTML shows them as text, never as markup, and the text form names the run and link
+    html = render_html(run, "FAILED", 3.0)
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert 'href="/mlflow/#/experiments/1/runs/abc&quot;&gt;&lt;script&gt;"' in html
+    text = render_text(run, "FINISHED", 65.0)
+    assert "abc" in text and "finished after 1m 05s" in text and "/mlflow/#/experiments/1" in text
+
+
+def test_the_cell_ships_the_notebook_names_it_reads():
+    # Given a notebook namespace with variables, IPython's history and a name shadowing a builtin
+    from jupyter_air.distributed.cell import shipped_namespace
+
+    user_ns = {"lr": 0.1, "model": "m", "unused": 1, "_": 5, "_i3": "x", "_private": 2, "id": "run-7", "print": print}
+    source = "def f():\n    return model\nprint(lr, _, _i3, _private, id, f())"
+
+    # Then exactly the notebook values the cell reads are shipped
+    assert shipped_namespace(source, user_ns) == {"lr": 0.1, "model": "m", "_private": 2, "id": "run-7"}
+
+
+def test_a_cell_reading_an_unpicklable_name_is_refused_before_anything_starts(shell, store):
+    # Given a notebook name that cannot travel to another process
+    import threading
+
+    from IPython.core.error import UsageError
+
+    shell.user_ns["lock"] = threading.Lock()
+
+    # When a distributed cell reads it, Then the error names it and says what to do; no run exists
+    with pytest.raises(UsageError, match=r"cannot be sent to the workers: lock \(lock\)\. Create them inside"):
+        shell.run_cell_magic("air_distributed", "--gpus 2 --experiment magics-refused", "print(lock)")
+    assert store.get_experiment_by_name("magics-refused") is None

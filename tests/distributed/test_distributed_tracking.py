@@ -1,0 +1,168 @@
+"""The shared MLflow plumbing: store location, experiments, run links, the MLflow UI proxy, system metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jupyter_air.tracking import store as air_store
+from jupyter_air.tracking.proxy import mlflow_server
+from jupyter_air.tracking.system_metrics import SystemMetrics
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_embedded_store_lives_under_air_home(tmp_path, monkeypatch):
+    # Given AIR_HOME pointing at a folder that does not exist yet, and no tracking URI
+    home = tmp_path / "new home"
+    monkeypatch.setenv("AIR_HOME", str(home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+    # Then the folder is created and the store and artifacts live in it
+    assert air_store.air_home() == home and home.is_dir()
+    assert air_store.tracking_uri() == f"sqlite:///{home / 'mlflow.db'}"
+    assert air_store.default_artifact_location() == str(home / "mlartifacts")
+    # And an explicit tracking URI wins
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking.example:5000")
+    assert air_store.tracking_uri() == "http://tracking.example:5000"
+
+
+def test_ensure_experiment_is_idempotent_and_keeps_artifacts_under_air_home(store, air_home):
+    # Given a name never seen, When ensured twice, Then one experiment, artifacts under AIR_HOME
+    first = air_store.ensure_experiment("tracking-ensure")
+    assert air_store.ensure_experiment("tracking-ensure") == first
+    assert store.get_experiment(first).artifact_location == (air_home / "mlartifacts").as_uri()
+    # And a deleted experiment is restored rather than failing
+    store.delete_experiment(first)
+    assert air_store.ensure_experiment("tracking-ensure") == first
+    assert store.get_experiment(first).lifecycle_stage == "active"
+    with pytest.raises(ValueError, match="experiment name is empty"):
+        air_store.ensure_experiment("  ")
+
+
+def test_run_links(store, monkeypatch, tmp_path):
+    # Given an HTTP tracking server, Then the link opens the run on it
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example/")
+    assert air_store.run_url("3", "abc") == "https://mlflow.example/#/experiments/3/runs/abc"
+
+    # Given the embedded store and no Jupyter server, Then no link can be known
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'x.db'}")
+    assert air_store.run_url("3", "abc") is None
+
+    # Given a Jupyter server process that started a kernel process asking for a link
+    runtime = pathlib.Path(os.environ["JUPYTER_RUNTIME_DIR"])
+    runtime.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+    def link_from_kernel(kernel_env: dict) -> str:
+        kernel = "from jupyter_air.tracking.store import run_url; print(run_url('3', 'abc'))"
+        server = (
+            "import json, os, subprocess, sys\n"
+            f"path = os.path.join({str(runtime)!r}, f'jpserver-{{os.getpid()}}.json')\n"
+            "json.dump({'pid': os.getpid(), 'base_url': '/user/al ice/',"
+            " 'url': 'http://127.0.0.1:8888/user/al ice/'}, open(path, 'w'))\n"
+            f"out = subprocess.run([sys.executable, '-c', {kernel!r}], env={kernel_env!r},"
+            " capture_output=True, text=True, check=True).stdout\n"
+            "os.remove(path)\n"
+            "print(out.strip())\n"
+        )
+        return subprocess.run([sys.executable, "-c", server], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    # Then the link is the MLflow UI proxied under the server's base URL, on the page's own origin
+    assert link_from_kernel(env) == "/user/al ice/mlflow/#/experiments/3/runs/abc"
+    # And a kernel using another store than the server's gets no (wrong) link
+    assert link_from_kernel({**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'other.db'}"}) == "None"
+
+    # And a script outside any Jupyter server links to a running server on the same store, in full
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        (runtime / f"jpserver-{server.pid}.json").write_text(json.dumps(
+            {"pid": server.pid, "base_url": "/", "url": "http://127.0.0.1:8888/"}))
+        assert air_store.run_url("3", "abc") == "http://127.0.0.1:8888/mlflow/#/experiments/3/runs/abc"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_proxy_spec_serves_the_same_store(store, air_home):
+    # Given the embedded store, When jupyter-server-proxy asks for the MLflow server spec
+    spec = mlflow_server()
+
+    # Then it starts MLflow's UI on loopback on the proxy's port, on this store and artifact root
+    command = spec["command"]
+    assert command[command.index("--backend-store-uri") + 1] == air_store.tracking_uri()
+    assert command[command.index("--default-artifact-root") + 1] == str(air_home / "mlartifacts")
+    assert command[command.index("--host") + 1] == "127.0.0.1"
+    assert command[command.index("--port") + 1] == "{port}"
+    assert spec["absolute_url"] is False and spec["timeout"] >= 60
+
+
+class FakeGpuSource:
+    """Stands for jupyter_air's GPU source: two GPUs, one that cannot report its temperature."""
+
+    name, available, reason = "nvml", True, None
+
+    def __init__(self):
+        self.reads = 0
+        self.closed = False
+
+    def read(self):
+        from jupyter_air.gpu.types import Reading
+
+        self.reads += 1
+        return Reading(utilization_percent=[40.0, 90.0], memory_used_bytes=[2_000_000_000, None],
+                       memory_total_bytes=[8_000_000_000, 8_000_000_000], temperature_celsius=[61.0, None],
+                       power_watts=[120.5, 300.0], errors=[None, None], processes=[])
+
+    def close(self):
+        self.closed = True
+
+
+def test_system_metrics_keep_sampling_after_a_worker_ends_the_run(store):
+    # Given a run that a worker already ended FINISHED, and a sampler every 0.2 s with a node id
+    run = store.create_run(store.create_experiment("tracking-metrics"))
+    store.set_terminated(run.info.run_id, "FINISHED")
+    source = FakeGpuSource()
+
+    # When it samples for about a second
+    with SystemMetrics(run.info.run_id, interval_seconds=0.2, node_id="node_0", gpu_source=source):
+        time.sleep(1.0)
+
+    # Then several samples were logged regardless of the run's status, under MLflow's names
+    history = store.get_metric_history(run.info.run_id, "system/node_0/cpu_utilization_percentage")
+    assert len(history) >= 3
+    assert [m.step for m in history] == list(range(len(history)))
+    metrics = store.get_run(run.info.run_id).data.metrics
+    assert metrics["system/node_0/gpu_0_utilization_percentage"] == 40.0
+    assert metrics["system/node_0/gpu_0_temperature_celsius"] == 61.0
+    assert metrics["system/node_0/gpu_0_memory_usage_percentage"] == 25.0
+    assert metrics["system/node_0/gpu_1_power_usage_watts"] == 300.0
+    # And what a GPU cannot report is left out, not logged as zero
+    assert "system/node_0/gpu_1_temperature_celsius" not in metrics
+    assert "system/node_0/gpu_1_memory_usage_megabytes" not in metrics
+    assert not source.closed  # the caller's source stays the caller's
+
+
+def test_a_call_shorter_than_one_interval_still_gets_a_sample(store):
+    # Given a 10 s interval and a node without GPUs (the real NVML source reports none here)
+    run = store.create_run(store.create_experiment("tracking-short"))
+    metrics = SystemMetrics(run.info.run_id, interval_seconds=10)
+
+    # When it is stopped almost at once
+    metrics.start()
+    metrics.stop()
+
+    # Then stop() logged one sample
+    logged = store.get_run(run.info.run_id).data.metrics
+    assert len(store.get_metric_history(run.info.run_id, "system/cpu_utilization_percentage")) == 1
+    assert "system/system_memory_usage_megabytes" in logged
+    assert not any(key.startswith("system/gpu_") for key in logged)
+    with pytest.raises(ValueError, match="interval_seconds must be positive"):
+        SystemMetrics("x", interval_seconds=0)

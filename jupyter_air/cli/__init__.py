@@ -1,0 +1,116 @@
+"""The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional
+
+EPILOG = """examples:
+  air run -f workload.yaml --watch
+  air run -f workload.yaml --override max_retries=2 --override compute.num_accelerators=0
+  air list --all-status --filter experiment=my-training -o json
+  air logs JOB_RUN_ID --follow
+  air cancel JOB_RUN_ID
+"""
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a traceback, exits with `code`."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def _integer(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    return _integer(text, 0)
+
+
+def _positive(text: str) -> int:
+    return _integer(text, 1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="air",
+        description="Run training workloads described in YAML; every attempt is an MLflow run.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    json_help = "output format: 'json' prints the documented, stable JSON shape"
+
+    run = sub.add_parser("run", help="validate a workload YAML and start it detached")
+    run.add_argument("-f", "--file", required=True, help="workload YAML file")
+    run.add_argument("--watch", action="store_true", help="stream node 0's output until the job ends")
+    run.add_argument("--dry-run", action="store_true", help="print the resolved workload; start nothing")
+    run.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="FIELD.PATH=VALUE",
+        help="set a field, e.g. compute.num_accelerators=0 (repeatable; VALUE is YAML)",
+    )
+    run.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+    ls = sub.add_parser("list", help="list job runs (active ones unless --all-status)")
+    ls.add_argument("--all-status", action="store_true", help="include ended job runs")
+    ls.add_argument("--limit", type=_positive, default=50, help="at most N job runs, newest first (default 50)")
+    ls.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep job runs whose status, experiment, user or executor equals VALUE (repeatable)",
+    )
+    ls.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+    get = sub.add_parser("get", help="configuration and state of one job run")
+    get.add_argument("job_run_id", metavar="JOB_RUN_ID")
+    get.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+    logs = sub.add_parser("logs", help="output of one node of one attempt")
+    logs.add_argument("job_run_id", metavar="JOB_RUN_ID")
+    logs.add_argument("--node", type=_non_negative, default=0, help="node index (default 0)")
+    logs.add_argument("--retry", type=_non_negative, metavar="N", help="attempt N, 0 being the first (default: latest)")
+    logs.add_argument("--tail", type=_non_negative, metavar="N", help="only the last N lines")
+    logs.add_argument("--follow", action="store_true", help="keep streaming until the attempt ends")
+    logs.add_argument("--download-to", metavar="DIR", help="write the output file under DIR instead of printing")
+    logs.add_argument("-o", "--output", choices=["json"], help="json: one {ts, node, attempt, line} object per line")
+
+    cancel = sub.add_parser("cancel", help="stop job runs; they end CANCELED")
+    cancel.add_argument("job_run_ids", nargs="*", metavar="JOB_RUN_ID")
+    cancel.add_argument("--all", action="store_true", help="cancel every active job run")
+    cancel.add_argument("-o", "--output", choices=["json"], help=json_help)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run the `air` command line; returns the exit status (2 for invalid input)."""
+    args = build_parser().parse_args(argv)
+    from . import commands
+
+    try:
+        return commands.dispatch(args)
+    except CliError as err:
+        print(f"air {args.command}: error: {err}", file=sys.stderr)
+        return err.code
+    except KeyboardInterrupt:
+        print("\ninterrupted (a submitted job keeps running; `air cancel` stops it)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `air logs ... | head`): stop quietly, as other command-line tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -1,0 +1,5 @@
+"""`python -m jupyter_air.cli` runs the `air` command."""
+
+from . import main
+
+raise SystemExit(main())

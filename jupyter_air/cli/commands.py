@@ -1,0 +1,209 @@
+"""The `air` subcommands: each turns parsed arguments into job-store and executor calls."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import getpass
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from jupyter_air.workloads.control import cancel, reap
+from jupyter_air.workloads.executor import executor_for
+from jupyter_air.workloads.store import ACTIVE, TERMINAL, Job, JobStore
+
+from . import CliError, output
+from .follow import emit, follow_attempt, latest_attempt, watch
+
+_FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user", "executor": "executor"}
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return run(args)
+    store = _store()
+    handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
+    return handler(store, args)
+
+
+def _store() -> JobStore:
+    from jupyter_air.tracking.store import air_home
+
+    store = JobStore(air_home())
+    reap(store)
+    return store
+
+
+def _job(store: JobStore, job_run_id: str) -> Job:
+    job = store.get(job_run_id)
+    if job is None:
+        raise CliError(f"no job run {job_run_id!r} in {store.path}; `air list --all-status` lists them")
+    return job
+
+
+def run(args: argparse.Namespace) -> int:
+    from jupyter_air.workloads.loader import WorkloadError, load_workload
+
+    try:
+        resolved = load_workload(args.file, args.override)
+    except WorkloadError as err:
+        raise CliError(str(err), code=2) from None
+    spec = resolved.as_dict()
+    compute = resolved.workload.compute
+    if compute.num_accelerators or compute.accelerator_type:
+        from jupyter_air.workloads.gpus import check_compute, node_gpus
+
+        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node_gpus())
+        if problem:
+            raise CliError(f"invalid workload {args.file}:\n  {problem}", code=2)
+    if args.dry_run:
+        if args.output == "json":
+            output.print_json({"dry_run": True, "workload": spec})
+        else:
+            import yaml
+
+            print(yaml.safe_dump(spec, sort_keys=False).rstrip())
+        return 0
+    store = _store()
+    executor = executor_for("local")
+    job = store.create_job(spec, str(resolved.source), getpass.getuser(), executor.name)
+    executor.submit(store, job)
+    job = store.get(job.job_run_id)
+    if args.output == "json":
+        output.print_json(output.job_summary(job), compact=True)
+    else:
+        print(job.job_run_id, flush=True)
+        if not args.watch:
+            print(f"follow it with: air logs {job.job_run_id} --follow", file=sys.stderr)
+    if args.watch:
+        return watch(store, job, json_lines=args.output == "json")
+    return 0
+
+
+def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
+    equal = {}
+    for item in args.filter:
+        key, sep, value = item.partition("=")
+        if not sep or key not in _FILTERS:
+            close = difflib.get_close_matches(key, list(_FILTERS), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise CliError(f"--filter {item!r}: {hint}use KEY=VALUE with KEY one of {', '.join(_FILTERS)}", 2)
+        if key == "status":
+            value = value.upper()
+            if value not in ACTIVE + TERMINAL:
+                raise CliError(f"--filter {item!r}: status is one of {', '.join(ACTIVE + TERMINAL)}", 2)
+        equal[_FILTERS[key]] = value
+    jobs = store.list(active_only=not args.all_status and "status" not in equal, limit=args.limit, **equal)
+    if args.output == "json":
+        output.print_json([output.job_summary(j) for j in jobs])
+        return 0
+    if not jobs:
+        scope = "job runs match" if equal or args.all_status else "active job runs (--all-status shows ended ones)"
+        print(f"no {scope}", file=sys.stderr)
+        return 0
+    output.table(output.LIST_COLUMNS, [output.list_row(j) for j in jobs], status_column=2)
+    return 0
+
+
+def get(store: JobStore, args: argparse.Namespace) -> int:
+    job = _job(store, args.job_run_id)
+    if args.output == "json":
+        output.print_json(output.job_detail(job))
+        return 0
+    spec = job.workload
+    output.fields(
+        [
+            ("Job run", job.job_run_id),
+            ("Status", job.status),
+            ("Experiment", f"{job.experiment_name} (id {job.experiment_id or 'not created yet'})"),
+            ("Submitted", output.clock(job.submitted_ms)),
+            ("Started", output.clock(job.started_ms)),
+            ("Duration", output.duration(job.duration_seconds)),
+            ("Attempts", f"{len(job.attempts)} (max retries {job.max_retries})"),
+            ("User", job.user),
+            ("GPUs", output.gpus(job)),
+            ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
+            ("Error", job.error or "-"),
+            ("Command", spec["command"]),
+            ("Working directory", spec["code_source"]["root_path"]),
+            ("Source", job.source),
+        ]
+    )
+    if job.attempts:
+        print()
+        columns = ("ATTEMPT", "STATUS", "STARTED", "DURATION", "EXIT CODE", "MLFLOW RUN", "URL")
+        rows = [
+            [
+                str(a.attempt),
+                a.status,
+                output.clock(a.started_ms),
+                output.duration(((a.ended_ms or time.time() * 1000) - a.started_ms) / 1000),
+                "-" if a.exit_code is None else str(a.exit_code),
+                a.mlflow_run_id or "-",
+                a.mlflow_run_url or "-",
+            ]
+            for a in job.attempts
+        ]
+        output.table(columns, rows, status_column=1)
+    return 0
+
+
+def logs(store: JobStore, args: argparse.Namespace) -> int:
+    from jupyter_air.workloads.logs import UnsafePath, download, node_dir, tail
+
+    job = _job(store, args.job_run_id)
+    if args.node != 0:
+        raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", 2)
+    if args.retry is not None and args.retry > job.max_retries:
+        raise CliError(
+            f"--retry {args.retry} is out of range: {job.job_run_id} has attempts 0 to {job.max_retries}"
+            f" (max_retries {job.max_retries})",
+            2,
+        )
+    if args.download_to and (args.follow or args.tail is not None):
+        raise CliError("--download-to writes the whole file; drop --follow and --tail", 2)
+    json_lines = args.output == "json"
+    if args.follow:
+        return follow_attempt(store, job, args.retry, args.node, args.tail, json_lines)
+    attempt = latest_attempt(job) if args.retry is None else args.retry
+    started = {a.attempt for a in job.attempts}
+    if attempt is None or attempt not in started:
+        which = "no attempt" if attempt is None else f"attempt {attempt} has not"
+        raise CliError(f"{which} started yet ({job.job_run_id} is {job.status}); add --follow to wait for it")
+    directory = node_dir(store.job_dir(job.job_run_id), attempt, args.node)
+    if args.download_to:
+        try:
+            parts = (job.job_run_id, f"attempt_{attempt}", f"node_{args.node}")
+            path = download(directory, Path(args.download_to), parts)
+        except (UnsafePath, OSError) as err:
+            raise CliError(f"--download-to {args.download_to}: {err}") from None
+        if json_lines:
+            output.print_json(
+                {"job_run_id": job.job_run_id, "attempt": attempt, "node": args.node, "path": str(path)}, True
+            )
+        else:
+            print(path)
+        return 0
+    emit(tail(directory, args.tail), args.node, attempt, json_lines)
+    return 0
+
+
+def cancel_jobs(store: JobStore, args: argparse.Namespace) -> int:
+    if args.all == bool(args.job_run_ids):
+        raise CliError("name the job runs to cancel, or pass --all (not both)", 2)
+    jobs = store.list(active_only=True, limit=1_000_000) if args.all else [_job(store, i) for i in args.job_run_ids]
+    active = [j for j in jobs if j.active]
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
+        done = dict(zip([j.job_run_id for j in active], pool.map(lambda j: cancel(store, j), active), strict=True))
+    results = [done.get(j.job_run_id, j) for j in jobs]
+    if args.output == "json":
+        output.print_json([output.job_summary(j) for j in results])
+        return 0
+    if not results:
+        print("no active job runs to cancel", file=sys.stderr)
+    for before, after in zip(jobs, results, strict=True):
+        note = after.status if before.active else f"not canceled: already {before.status}"
+        print(f"{after.job_run_id}  {note}")
+    return 0

@@ -1,0 +1,137 @@
+"""Rendering for `air`: the stable JSON shapes, and tables with colour only on a terminal."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Optional
+
+from jupyter_air.workloads.store import Job
+
+_STATUS_STYLE = {
+    "PENDING": "yellow",
+    "RUNNING": "cyan",
+    "SUCCEEDED": "green",
+    "FINISHED": "green",
+    "FAILED": "red",
+    "TIMED_OUT": "red",
+    "CANCELED": "magenta",
+    "KILLED": "magenta",
+}
+LIST_COLUMNS = ("RUN ID", "EXPERIMENT", "STATUS", "STARTED", "DURATION", "ATTEMPTS", "MLFLOW RUN", "USER", "GPUS")
+
+
+def job_summary(job: Job) -> dict[str, Any]:
+    """The JSON object of one job run in `list`, `run` and `cancel` (and the base of `get`)."""
+    latest = job.attempts[-1] if job.attempts else None
+    return {
+        "job_run_id": job.job_run_id,
+        "status": job.status,
+        "experiment_name": job.experiment_name,
+        "experiment_id": job.experiment_id,
+        "user": job.user,
+        "executor": job.executor,
+        "submitted_ms": job.submitted_ms,
+        "started_ms": job.started_ms,
+        "ended_ms": job.ended_ms,
+        "duration_seconds": job.duration_seconds,
+        "num_attempts": len(job.attempts),
+        "max_retries": job.max_retries,
+        "mlflow_run_id": latest.mlflow_run_id if latest else None,
+        "num_accelerators": job.num_accelerators,
+        "gpus": job.gpus,
+        "exit_code": job.exit_code,
+        "error": job.error,
+    }
+
+
+def job_detail(job: Job) -> dict[str, Any]:
+    """The JSON object of `air get`: the summary plus the workload and every attempt."""
+    return {
+        **job_summary(job),
+        "source": job.source,
+        "workload": job.workload,
+        "attempts": [a.to_json() for a in job.attempts],
+    }
+
+
+def print_json(data: Any, compact: bool = False) -> None:
+    print(json.dumps(data, separators=(",", ":")) if compact else json.dumps(data, indent=2))
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def clock(ms: Optional[int]) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
+
+
+def duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def gpus(job: Job) -> str:
+    if job.gpus:
+        return ",".join(str(i) for i in job.gpus)
+    return "-" if job.num_accelerators == 0 else f"{job.num_accelerators} (not reserved)"
+
+
+def list_row(job: Job) -> list[str]:
+    latest = job.attempts[-1] if job.attempts else None
+    return [
+        job.job_run_id,
+        job.experiment_name,
+        job.status,
+        clock(job.started_ms),
+        duration(job.duration_seconds),
+        f"{len(job.attempts)}/{job.max_retries + 1}",
+        (latest.mlflow_run_id or "-") if latest else "-",
+        job.user,
+        gpus(job),
+    ]
+
+
+def table(columns: tuple[str, ...], rows: list[list[str]], status_column: Optional[int] = None) -> None:
+    """A rich table on a terminal; plain space-aligned columns (easy to grep) otherwise."""
+    if is_terminal():
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
+        grid = Table(box=None, header_style="bold")
+        for name in columns:
+            grid.add_column(name, overflow="fold")
+        for row in rows:
+            cells = [escape(str(c)) for c in row]
+            if status_column is not None:
+                cells[status_column] = f"[{_STATUS_STYLE.get(row[status_column], 'default')}]{row[status_column]}[/]"
+            grid.add_row(*cells)
+        Console().print(grid)
+        return
+    widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows, strict=True)]
+    for row in [list(columns), *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def fields(pairs: list[tuple[str, str]]) -> None:
+    """`key: value` lines, keys bold and statuses coloured on a terminal."""
+    width = max(len(k) for k, _ in pairs) + 1
+    if is_terminal():
+        from rich.console import Console
+        from rich.markup import escape
+
+        console = Console(highlight=False)
+        for key, value in pairs:
+            style = _STATUS_STYLE.get(value)
+            shown = f"[{style}]{escape(value)}[/]" if style else escape(value)
+            console.print(f"[bold]{escape(key + ':'):<{width}}[/] {shown}")
+        return
+    for key, value in pairs:
+        print(f"{key + ':':<{width}} {value}")

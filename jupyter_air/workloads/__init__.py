@@ -1,0 +1,1 @@
+"""Workloads submitted with the `air` command: spec, job store, executors and the detached supervisor."""

@@ -1,0 +1,55 @@
+"""This node's GPUs for workloads: the accelerator_type check and the indexes that can be reserved."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+_TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """Usable GPUs of this node (index, name); `reason` says why there are none."""
+
+    gpus: list[tuple[int, str]]
+    reason: Optional[str]
+
+    @property
+    def indexes(self) -> list[int]:
+        return [index for index, _ in self.gpus]
+
+
+def node_gpus() -> NodeGpus:
+    """Real GPUs only (NVML through jupyter_air.gpu); a device NVML cannot open is not offered."""
+    from jupyter_air.gpu.sources import open_source
+
+    source = open_source("auto")
+    try:
+        usable = [(d.index, d.name or "") for d in source.devices if d.error is None]
+        return NodeGpus(usable, None if usable else (source.reason or "no usable GPU"))
+    finally:
+        source.close()
+
+
+def check_compute(num_accelerators: int, accelerator_type: Optional[str], node: NodeGpus) -> Optional[str]:
+    """Why this node can never run the workload's compute request, or None when it can."""
+    if num_accelerators > len(node.gpus):
+        have = f"{len(node.gpus)}" if node.gpus else f"none ({node.reason})"
+        return (
+            f"compute.num_accelerators: {num_accelerators} GPU(s) requested but this node has {have}; "
+            "set compute.num_accelerators: 0 to run on CPU"
+        )
+    if accelerator_type:
+        match = _TYPE.match(accelerator_type)
+        count = int(match.group(1) or 1) if match else 1
+        model = (match.group(2) if match else accelerator_type).lower()
+        matching = [name for _, name in node.gpus if model in name.lower()]
+        if len(matching) < count:
+            names = ", ".join(sorted({name for _, name in node.gpus})) or "no GPU"
+            return (
+                f"compute.accelerator_type: {accelerator_type} needs {count} '{match.group(2) if match else model}'"
+                f" GPU(s) but this node has {len(matching)} ({names})"
+            )
+    return None

@@ -1,0 +1,262 @@
+"""The job store: one SQLite database under AIR_HOME shared safely by every `air` command and supervisor."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+ACTIVE = ("PENDING", "RUNNING")
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_run_id TEXT PRIMARY KEY,
+    experiment_name TEXT NOT NULL,
+    experiment_id TEXT,
+    status TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    source TEXT NOT NULL,
+    user TEXT NOT NULL,
+    executor TEXT NOT NULL,
+    num_accelerators INTEGER NOT NULL,
+    max_retries INTEGER NOT NULL,
+    gpus TEXT,
+    submitted_ms INTEGER NOT NULL,
+    started_ms INTEGER,
+    ended_ms INTEGER,
+    supervisor_pid INTEGER,
+    supervisor_started REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    exit_code INTEGER,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
+CREATE TABLE IF NOT EXISTS attempts (
+    job_run_id TEXT NOT NULL REFERENCES jobs (job_run_id),
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    mlflow_run_id TEXT,
+    mlflow_run_url TEXT,
+    started_ms INTEGER NOT NULL,
+    ended_ms INTEGER,
+    pid INTEGER,
+    pid_started REAL,
+    exit_code INTEGER,
+    error TEXT,
+    PRIMARY KEY (job_run_id, attempt)
+);
+"""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Attempt:
+    """One attempt of a job; `status` uses MLflow's run statuses (RUNNING, FINISHED, FAILED, KILLED)."""
+
+    job_run_id: str
+    attempt: int
+    status: str
+    mlflow_run_id: Optional[str]
+    mlflow_run_url: Optional[str]
+    started_ms: int
+    ended_ms: Optional[int]
+    pid: Optional[int]
+    pid_started: Optional[float]
+    exit_code: Optional[int]
+    error: Optional[str]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("job_run_id", "pid", "pid_started"):
+            data.pop(key)
+        return data
+
+
+@dataclass
+class Job:
+    """One submitted workload and its state."""
+
+    job_run_id: str
+    experiment_name: str
+    experiment_id: Optional[str]
+    status: str
+    workload: dict[str, Any]
+    source: str
+    user: str
+    executor: str
+    num_accelerators: int
+    max_retries: int
+    gpus: list[int]
+    submitted_ms: int
+    started_ms: Optional[int]
+    ended_ms: Optional[int]
+    supervisor_pid: Optional[int]
+    supervisor_started: Optional[float]
+    cancel_requested: bool
+    exit_code: Optional[int]
+    error: Optional[str]
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def duration_seconds(self) -> Optional[float]:
+        if self.started_ms is None:
+            return None
+        return round(((self.ended_ms or now_ms()) - self.started_ms) / 1000, 3)
+
+
+class JobStore:
+    """Jobs and attempts in `<home>/jobs.db` (WAL mode, so readers never block the supervisors)."""
+
+    def __init__(self, home: Path):
+        self.home = Path(home)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.path = self.home / "jobs.db"
+        db = sqlite3.connect(self.path, timeout=30)
+        try:
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+        finally:
+            db.close()
+
+    def job_dir(self, job_run_id: str) -> Path:
+        return self.home / "jobs" / job_run_id
+
+    @contextmanager
+    def _connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        try:
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    def create_job(self, workload: dict[str, Any], source: str, user: str, executor: str) -> Job:
+        job_run_id = f"job-{secrets.token_hex(6)}"
+        with self._connect(immediate=True) as db:
+            db.execute(
+                "INSERT INTO jobs (job_run_id, experiment_name, status, workload, source, user, executor,"
+                " num_accelerators, max_retries, gpus, submitted_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job_run_id,
+                    workload["experiment_name"],
+                    "PENDING",
+                    json.dumps(workload),
+                    source,
+                    user,
+                    executor,
+                    workload["compute"]["num_accelerators"],
+                    workload["max_retries"],
+                    "[]",
+                    now_ms(),
+                ),
+            )
+        self.job_dir(job_run_id).mkdir(parents=True, exist_ok=True)
+        return self.get(job_run_id)
+
+    def get(self, job_run_id: str) -> Optional[Job]:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM jobs WHERE job_run_id = ?", (job_run_id,)).fetchone()
+            if row is None:
+                return None
+            rows = db.execute("SELECT * FROM attempts WHERE job_run_id = ? ORDER BY attempt", (job_run_id,)).fetchall()
+        return _job(row, [Attempt(**dict(r)) for r in rows])
+
+    def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
+        clauses, args = [], []
+        if active_only:
+            clauses.append(f"status IN ({','.join('?' * len(ACTIVE))})")
+            args.extend(ACTIVE)
+        for column, value in equal.items():
+            clauses.append(f"{column} = ?")
+            args.append(value)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT * FROM jobs {where} ORDER BY submitted_ms DESC, rowid DESC LIMIT ?", (*args, limit)
+            ).fetchall()
+            ids = [r["job_run_id"] for r in rows]
+            attempts = db.execute(
+                f"SELECT * FROM attempts WHERE job_run_id IN ({','.join('?' * len(ids))}) ORDER BY attempt", ids
+            ).fetchall()
+        by_job: dict[str, list[Attempt]] = {}
+        for a in attempts:
+            by_job.setdefault(a["job_run_id"], []).append(Attempt(**dict(a)))
+        return [_job(r, by_job.get(r["job_run_id"], [])) for r in rows]
+
+    def update(self, job_run_id: str, **values: Any) -> None:
+        if "gpus" in values:
+            values["gpus"] = json.dumps(values["gpus"])
+        sets = ", ".join(f"{k} = ?" for k in values)
+        with self._connect(immediate=True) as db:
+            db.execute(f"UPDATE jobs SET {sets} WHERE job_run_id = ?", (*values.values(), job_run_id))
+
+    def finish(
+        self, job_run_id: str, status: str, error: Optional[str] = None, exit_code: Optional[int] = None
+    ) -> bool:
+        """End an active job; False when it had already ended (another command got there first)."""
+        with self._connect(immediate=True) as db:
+            cur = db.execute(
+                "UPDATE jobs SET status = ?, error = ?, exit_code = ?, ended_ms = ?"
+                f" WHERE job_run_id = ? AND status IN ({','.join('?' * len(ACTIVE))})",
+                (status, error, exit_code, now_ms(), job_run_id, *ACTIVE),
+            )
+            return cur.rowcount == 1
+
+    def start_attempt(self, job_run_id: str, attempt: int, mlflow_run_id: str, url: Optional[str]) -> None:
+        with self._connect(immediate=True) as db:
+            db.execute(
+                "INSERT INTO attempts (job_run_id, attempt, status, mlflow_run_id, mlflow_run_url, started_ms)"
+                " VALUES (?,?,?,?,?,?)",
+                (job_run_id, attempt, "RUNNING", mlflow_run_id, url, now_ms()),
+            )
+
+    def update_attempt(self, job_run_id: str, attempt: int, **values: Any) -> None:
+        sets = ", ".join(f"{k} = ?" for k in values)
+        with self._connect(immediate=True) as db:
+            db.execute(
+                f"UPDATE attempts SET {sets} WHERE job_run_id = ? AND attempt = ?",
+                (*values.values(), job_run_id, attempt),
+            )
+
+    def reserve_gpus(self, job_run_id: str, count: int, indexes: list[int]) -> Optional[list[int]]:
+        """Atomically take `count` of `indexes` not held by another active job; None when too few are free."""
+        with self._connect(immediate=True) as db:
+            rows = db.execute(
+                f"SELECT gpus FROM jobs WHERE job_run_id != ? AND status IN ({','.join('?' * len(ACTIVE))})",
+                (job_run_id, *ACTIVE),
+            ).fetchall()
+            held = {i for r in rows for i in json.loads(r["gpus"] or "[]")}
+            free = [i for i in indexes if i not in held]
+            if len(free) < count:
+                return None
+            chosen = free[:count]
+            db.execute("UPDATE jobs SET gpus = ? WHERE job_run_id = ?", (json.dumps(chosen), job_run_id))
+            return chosen
+
+
+def _job(row: sqlite3.Row, attempts: list[Attempt]) -> Job:
+    data = dict(row)
+    data["workload"] = json.loads(data["workload"])
+    data["gpus"] = json.loads(data["gpus"] or "[]")
+    data["cancel_requested"] = bool(data["cancel_requested"])
+    return Job(**data, attempts=attempts)

@@ -1,0 +1,37 @@
+"""Fixtures for the `air` workload tests: AIR_HOME and an MLflow SQLite store in temp dirs, real processes."""
+
+from __future__ import annotations
+
+import pytest
+from workload_helpers import make_air
+
+
+@pytest.fixture(scope="session")
+def tracking_uri(tmp_path_factory) -> str:
+    """One MLflow SQLite store for the session, its tables created once (migrations take seconds)."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(uri).search_experiments()
+    return uri
+
+
+@pytest.fixture
+def air(tmp_path, tracking_uri, monkeypatch):
+    """A fresh AIR_HOME per test; in-process `main()` calls see the same environment."""
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
+    yield from make_air(tmp_path / "air", tracking_uri)
+
+
+@pytest.fixture(scope="module")
+def module_air(tmp_path_factory, tracking_uri):
+    """One AIR_HOME shared by a module's tests, for jobs that several tests inspect."""
+    yield from make_air(tmp_path_factory.mktemp("air"), tracking_uri)
+
+
+@pytest.fixture(scope="session")
+def mlflow_client(tracking_uri):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri)

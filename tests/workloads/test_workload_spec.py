@@ -1,0 +1,136 @@
+"""Workload YAML validation: every bad file exits 2 with file, line and field, and creates nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from workload_helpers import write_workload
+
+from jupyter_air.cli import main
+
+BAD = Path(__file__).parent / "bad"
+
+CASES = [
+    ("unknown_top_key.yaml", "unknown_top_key.yaml:4: max_retry: unknown key; did you mean 'max_retries'?"),
+    (
+        "unknown_nested_key.yaml",
+        "unknown_nested_key.yaml:5: compute.acelerator_type: unknown key; did you mean 'accelerator_type'?",
+    ),
+    ("missing_command.yaml", "missing_command.yaml:1: command: required field is missing"),
+    ("wrong_type.yaml", "wrong_type.yaml:5: max_retries: Input should be a valid integer (got 'two')"),
+    ("negative_timeout.yaml", "negative_timeout.yaml:4: timeout_minutes: Input should be greater than 0 (got -5)"),
+    ("not_yaml.yaml", "not_yaml.yaml:3: not valid YAML"),
+    (
+        "list_at_top.yaml",
+        "list_at_top.yaml:1: the workload must be a mapping with experiment_name and command, not a list",
+    ),
+    ("empty.yaml", "empty.yaml:1: the workload must be a mapping with experiment_name and command, not empty"),
+    ("reserved_env.yaml", "reserved_env.yaml:4: env_variables: MLFLOW_RUN_ID is set by air for every attempt"),
+    ("duplicate_key.yaml", "duplicate_key.yaml:4: command: duplicate key (first set on line 2); keep one"),
+    ("missing_root.yaml", "missing_root.yaml:5: code_source.root_path:"),
+    ("bad_accelerator_type.yaml", "bad_accelerator_type.yaml:5: compute.accelerator_type: String should match pattern"),
+]
+
+
+def assert_nothing_created(air, mlflow_client, experiment: str) -> None:
+    assert not (air.home / "jobs.db").exists()
+    assert mlflow_client.get_experiment_by_name(experiment) is None
+
+
+@pytest.mark.parametrize("name, expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_workload_exits_2_with_its_message_and_creates_nothing(name, expected, air, mlflow_client, capsys):
+    # Given a workload file with one mistake
+    path = BAD / name
+    named = re.search(r"experiment_name: (\S+)", path.read_text())
+    experiment = named.group(1) if named else "air-tests-never-created"
+
+    # When it is submitted
+    code = main(["run", "-f", str(path)])
+
+    # Then air exits 2, names the file, line and field, and records nothing anywhere
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err, err
+    assert_nothing_created(air, mlflow_client, experiment)
+
+
+def test_bad_workload_through_the_console_entry_point(air, mlflow_client):
+    # Given the real command line, When a file with an unknown key is submitted
+    result = air("run", "-f", str(BAD / "unknown_top_key.yaml"))
+
+    # Then it exits 2 with the hint, and nothing is created
+    assert result.returncode == 2
+    assert "did you mean 'max_retries'?" in result.stderr
+    assert result.stdout == ""
+    assert_nothing_created(air, mlflow_client, "bad-unknown")
+
+
+def test_override_sets_nested_fields_with_yaml_types(air, tmp_path, capsys):
+    # Given a valid workload
+    path = write_workload(tmp_path, command="python train.py", parameters={"lr": 0.1})
+
+    # When it is resolved with overrides
+    code = main(
+        [
+            "run",
+            "-f",
+            str(path),
+            "--dry-run",
+            "-o",
+            "json",
+            "--override",
+            "max_retries=3",
+            "--override",
+            "parameters.lr=0.003",
+            "--override",
+            "env_variables.HF_HOME=/data/hf",
+            "--override",
+            "timeout_minutes=1.5",
+        ]
+    )
+
+    # Then the resolved workload carries them, typed, with defaults filled in and nothing started
+    assert code == 0
+    resolved = json.loads(capsys.readouterr().out)["workload"]
+    assert resolved["max_retries"] == 3
+    assert resolved["parameters"] == {"lr": 0.003}
+    assert resolved["env_variables"] == {"HF_HOME": "/data/hf"}
+    assert resolved["timeout_minutes"] == 1.5
+    assert resolved["mlflow_run_name"] == "air-tests"
+    assert resolved["code_source"]["root_path"] == str(tmp_path)
+    assert not (air.home / "jobs.db").exists()
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        (
+            "compute.num_acelerators=1",
+            "--override: compute.num_acelerators: unknown key; did you mean 'num_accelerators'?",
+        ),
+        ("max_retries=lots", "--override: max_retries: Input should be a valid integer (got 'lots')"),
+        ("max_retries", "expected FIELD.PATH=VALUE"),
+        ("command.sub=1", "command is not a mapping"),
+    ],
+)
+def test_bad_override_exits_2(override, expected, air, tmp_path, capsys):
+    # Given a valid workload, When an override is wrong
+    path = write_workload(tmp_path, command="echo hi")
+    code = main(["run", "-f", str(path), "--override", override])
+
+    # Then air names the override as the place of the error
+    assert code == 2
+    assert expected in capsys.readouterr().err
+    assert not (air.home / "jobs.db").exists()
+
+
+def test_human_dry_run_prints_the_resolved_yaml(air, tmp_path, capsys):
+    path = write_workload(tmp_path, command="echo hi", mlflow_run_name="baseline")
+    assert main(["run", "-f", str(path), "--dry-run"]) == 0
+    resolved = yaml.safe_load(capsys.readouterr().out)
+    assert resolved["mlflow_run_name"] == "baseline"
+    assert resolved["compute"] == {"num_accelerators": 0, "accelerator_type": None}

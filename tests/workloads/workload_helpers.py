@@ -1,0 +1,104 @@
+"""Helpers for the `air` workload tests: the CLI as a real subprocess, workload files, leftover-process checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Air:
+    """Runs `python -m jupyter_air.cli` as a real subprocess against one AIR_HOME."""
+
+    def __init__(self, home: Path, tracking_uri: str):
+        self.home = home
+        self.env = {
+            **os.environ,
+            "AIR_HOME": str(home),
+            "MLFLOW_TRACKING_URI": tracking_uri,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
+
+    def __call__(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [sys.executable, "-m", "jupyter_air.cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"air {' '.join(args)} exited {result.returncode}: {result.stderr}")
+        return result
+
+    def popen(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jupyter_air.cli", *args],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def json(self, *args: str):
+        return json.loads(self(*args, "-o", "json", check=True).stdout)
+
+    def submit(self, path: Path, *extra: str) -> str:
+        return self.json("run", "-f", str(path), *extra)["job_run_id"]
+
+    def job(self, job_run_id: str) -> dict:
+        return self.json("get", job_run_id)
+
+    def wait(self, job_run_id: str, until=lambda job: job["status"] not in ("PENDING", "RUNNING"), timeout=90):
+        """Poll `air get` until `until(job)`; a wait with a generous deadline, not a speed assertion."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(job_run_id)
+            if until(job):
+                return job
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {job_run_id} stuck: {job}")
+            time.sleep(0.3)
+
+    def processes(self) -> list[psutil.Process]:
+        """Live processes started for this AIR_HOME (supervisors and workloads inherit it)."""
+        found = []
+        for proc in psutil.process_iter():
+            try:
+                if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get("AIR_HOME") == str(self.home):
+                    found.append(proc)
+            except psutil.Error:
+                continue
+        return found
+
+    def assert_no_processes(self, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while (left := self.processes()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for proc in left:
+            proc.kill()
+        assert not left, f"processes left behind: {[p.cmdline() for p in left if p.is_running()]}"
+
+
+def write_workload(folder: Path, name: str = "workload.yaml", **fields) -> Path:
+    spec = {"experiment_name": "air-tests", "compute": {"num_accelerators": 0}, **fields}
+    path = folder / name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def make_air(home: Path, tracking_uri: str):
+    """An `Air` for `home` that, on teardown, fails if any of its processes is left (and kills them)."""
+    air = Air(home, tracking_uri)
+    yield air
+    if (home / "jobs.db").exists():
+        air("cancel", "--all")
+    air.assert_no_processes()

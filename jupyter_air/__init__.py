@@ -8,8 +8,8 @@ except ImportError:  # a source checkout that was never built
     __version__ = "0.0.0+unknown"
 
 _LAZY = {
-    "distributed": "jupyter_air.distributed",
-    "DistributedError": "jupyter_air.distributed",
+    "distributed": "jupyter_air.training",
+    "DistributedError": "jupyter_air.training",
     "load_ipython_extension": "jupyter_air.magics",
     "unload_ipython_extension": "jupyter_air.magics",
 }

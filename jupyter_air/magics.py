@@ -85,8 +85,8 @@ class AirMagics(Magics):
         come back into the notebook when they can be pickled (the others are listed). RANK,
         LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT and MLFLOW_RUN_ID are set on every rank.
         """
-        from jupyter_air.distributed.api import run_distributed
-        from jupyter_air.distributed.cell import run_cell_on_rank, shipped_namespace, unpicklable
+        from jupyter_air.training.api import run_distributed
+        from jupyter_air.training.cell import run_cell_on_rank, shipped_namespace, unpicklable
 
         args = parse_argstring(self.air_distributed, line)
         source = self.shell.transform_cell(cell)
@@ -130,7 +130,7 @@ class AirMagics(Magics):
 
         The run ends FINISHED, or FAILED when the cell raises (the exception still propagates).
         """
-        from jupyter_air.distributed.tracked import tracked_run
+        from jupyter_air.training.tracked import tracked_run
 
         args = parse_argstring(self.air_run, line)
         source = self.shell.transform_cell(cell)

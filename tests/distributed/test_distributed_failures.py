@@ -11,7 +11,7 @@ import time
 import pytest
 
 from jupyter_air import DistributedError, distributed
-from jupyter_air.distributed.errors import DistributedTimeout
+from jupyter_air.training.errors import DistributedTimeout
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
 

@@ -110,8 +110,8 @@ def test_without_torch_it_says_how_to_install(store, monkeypatch):
 
 
 def test_the_decorator_works_bare_and_with_options_whatever_was_imported_first():
-    # Given the package's submodules imported before the name (Python then binds the package to it)
-    import jupyter_air.distributed.launch  # noqa: F401
+    # Given the training submodules imported before the name
+    import jupyter_air.training.launch  # noqa: F401
     from jupyter_air import distributed as decorator
 
     # When it decorates bare and with options, Then both give a function that still runs locally

@@ -6,7 +6,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from jupyter_air.notebook_links import render_html, render_text
-from jupyter_air.distributed.runs import RunInfo
+from jupyter_air.training.runs import RunInfo
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_run_status_escapes_hostile_names_and_links():
 
 def test_the_cell_ships_the_notebook_names_it_reads():
     # Given a notebook namespace with variables, IPython's history and a name shadowing a builtin
-    from jupyter_air.distributed.cell import shipped_namespace
+    from jupyter_air.training.cell import shipped_namespace
 
     user_ns = {"lr": 0.1, "model": "m", "unused": 1, "_": 5, "_i3": "x", "_private": 2, "id": "run-7", "print": print}
     source = "def f():\n    return model\nprint(lr, _, _i3, _private, id, f())"

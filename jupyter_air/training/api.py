@@ -6,11 +6,11 @@ import functools
 import os
 import time
 
-from jupyter_air.distributed import runs
-from jupyter_air.distributed.errors import DistributedTimeout
-from jupyter_air.distributed.launch import Call, world_size_for
-from jupyter_air.distributed.logs import RankLogTail
-from jupyter_air.distributed.tracked import TrackedRun, quiet_launcher_logs
+from jupyter_air.training import runs
+from jupyter_air.training.errors import DistributedTimeout
+from jupyter_air.training.launch import Call, world_size_for
+from jupyter_air.training.logs import RankLogTail
+from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1

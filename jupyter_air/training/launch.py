@@ -15,15 +15,15 @@ import uuid
 
 import psutil
 
-from jupyter_air.distributed.errors import DistributedError, describe_exit
-from jupyter_air.distributed.pickling import dumps
+from jupyter_air.training.errors import DistributedError, describe_exit
+from jupyter_air.training.pickling import dumps
 
 #: Start method for workers. A fork server is a fresh interpreter that imports torch but never
 #: touches CUDA; each rank is forked from it, so no rank inherits the kernel's CUDA context,
 #: threads or locks (plain ``fork`` would), and after the first call a rank starts in a fraction
 #: of ``spawn``'s time because torch is already imported.
 START_METHOD = "forkserver"
-_FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air.distributed.worker"]
+_FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air.training.worker"]
 #: Seconds between SIGTERM and SIGKILL when stopping workers.
 _TERM_GRACE_SECONDS = 3.0
 #: Seconds to wait for the launcher to notice stopped workers before giving up on it.
@@ -136,7 +136,7 @@ class Call:
     def _launch(self) -> None:
         from torch.distributed.launcher.api import elastic_launch
 
-        from jupyter_air.distributed.worker import run_rank
+        from jupyter_air.training.worker import run_rank
 
         try:  # each rank writes its result to a file: return values need not survive plain pickle
             elastic_launch(launch_config(self.world_size, self.folder / "elastic"), run_rank)(str(self.folder))

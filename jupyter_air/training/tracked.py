@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from jupyter_air.distributed import runs
+from jupyter_air.training import runs
 from jupyter_air.notebook_links import RunStatusView
 
 #: Seconds between system-metric samples (MLflow's default interval).

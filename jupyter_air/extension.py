@@ -1,4 +1,4 @@
-"""The Jupyter server extension: configuration (``c.JupyterAir.*``), the shared sampler and the routes."""
+"""The Jupyter server extension: configuration (``c.JupyterAir.*``), the shared sampler, the routes, the MLflow UI."""
 
 from __future__ import annotations
 
@@ -85,7 +85,9 @@ class JupyterAir(ExtensionApp):
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers())
+        from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
+
+        self.handlers.extend(handlers() + mlflow_handlers())
 
     async def stop_extension(self) -> None:
         self.sampler.stop()

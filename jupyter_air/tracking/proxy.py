@@ -1,21 +1,25 @@
-"""jupyter-server-proxy entry point serving the MLflow UI of the embedded store at ``{base_url}mlflow/``."""
+"""The MLflow UI of the embedded store at ``{base_url}mlflow/``: the proxied server's spec and its launcher tile."""
 
 from __future__ import annotations
 
 import sys
+import warnings
 
-from jupyter_air.tracking.store import air_home, default_artifact_location, tracking_uri
+from jupyter_air.tracking.store import PROXY_PATH, air_home, default_artifact_location, tracking_uri
 
 #: Seconds the proxy waits for a freshly started MLflow UI (it needs about 20 s on a small machine).
 STARTUP_TIMEOUT_SECONDS = 120
+
+#: The route's name under the server's base URL (``mlflow``).
+PROXY_NAME = PROXY_PATH.strip("/")
 
 
 def mlflow_server() -> dict:
     """The server-proxy spec: an MLflow UI on loopback, started on first use, reading this server's store.
 
-    The Host header is rewritten to loopback so MLflow's DNS-rebinding check still guards the port
-    itself, while requests that came through Jupyter (already authenticated by it) are served
-    whatever host name the browser used.
+    Host is rewritten to loopback and Origin cleared, so MLflow's own host and origin checks, which
+    still guard its port, accept requests that came through Jupyter whatever host name the browser
+    used. Those requests pass Jupyter's origin check instead (``proxy_handler``).
     """
     return {
         "command": [
@@ -39,6 +43,17 @@ def mlflow_server() -> dict:
         "timeout": STARTUP_TIMEOUT_SECONDS,
         "absolute_url": False,
         "request_headers_override": {"Host": "127.0.0.1:{port}", "Origin": ""},
-        "new_browser_tab": True,
-        "launcher_entry": {"enabled": True, "title": "MLflow"},
     }
+
+
+def mlflow_launcher() -> dict:
+    """The jupyter-server-proxy entry point: only the MLflow launcher tile, opening ``{base_url}mlflow/``.
+
+    The route itself belongs to the jupyter_air server extension, whose handler checks the origin of
+    every request that changes something. A spec without a command gets no handler of its own, so
+    jupyter-server-proxy would warn that it lacks one at every start: that warning is silenced here.
+    """
+    warnings.filterwarnings(
+        "ignore", message=f"Server proxy {PROXY_NAME} does not have a command", category=UserWarning
+    )
+    return {"launcher_entry": {"title": "MLflow", "path_info": PROXY_PATH}, "new_browser_tab": True}

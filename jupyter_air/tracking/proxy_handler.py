@@ -1,0 +1,35 @@
+"""The ``{base_url}mlflow/`` routes: jupyter-server-proxy's MLflow handler, refusing cross-site writes."""
+
+from __future__ import annotations
+
+from jupyter_server_proxy.config import ServerProcess
+from jupyter_server_proxy.handlers import AddSlashHandler
+from tornado import web
+
+from .proxy import PROXY_NAME, mlflow_server
+
+#: Methods a cross-site page may send: they read, so the same-origin policy already keeps their answers private.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def mlflow_handlers() -> list[tuple]:
+    """Patterns relative to the server's base_url: the proxied MLflow UI, and its address without the slash."""
+    proxy, kwargs = ServerProcess(name=PROXY_NAME, **mlflow_server()).make_proxy_handler()
+
+    class MlflowProxyHandler(proxy):
+        """jupyter-server-proxy skips Jupyter's XSRF check ("defer to proxied apps"), and MLflow's own
+        cross-origin check sees no Origin (the spec clears it): so Jupyter's origin check is applied
+        here, as on Jupyter's REST API. It honours ``ServerApp.allow_origin`` / ``allow_origin_pat``
+        and lets through token-authenticated requests and requests without an Origin header."""
+
+        async def prepare(self, *args, **kwargs):
+            await super().prepare(*args, **kwargs)
+            if self.request.method not in SAFE_METHODS and not self.check_origin():
+                raise web.HTTPError(403, "Blocking cross-origin %s to the MLflow UI", self.request.method)
+
+    # jupyter-server-proxy authenticates in prepare(); decorating every verb as well says so to Jupyter's
+    # check for undecorated routes (which fails with allow_unauthenticated_access=False).
+    for method in proxy.SUPPORTED_METHODS:
+        verb = method.lower()
+        setattr(MlflowProxyHandler, verb, web.authenticated(getattr(proxy, verb)))
+    return [(f"/{PROXY_NAME}/(.*)", MlflowProxyHandler, kwargs), (f"/{PROXY_NAME}", AddSlashHandler)]

@@ -8,6 +8,8 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # torch is pinned so pip takes the CPU wheel; a loose range can pull a multi-GB CUDA build.
 TORCH := torch==2.13.0
 PORT ?= 8888
+# JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: run demo test test-py test-js test-ui bench install install-dev frontend chromium check-auth clean
 
@@ -37,10 +39,10 @@ $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
 install: $(VENV)/.air-installed frontend
 
 run: install
-	jupyter lab --port=$(PORT) $(LAB_ARGS)
+	jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
 
 demo: install
-	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ARGS)
+	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
 
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)

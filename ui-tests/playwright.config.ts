@@ -1,8 +1,10 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
- * one server per GPU source (simulated, none) and one without the server extension.
+ * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
+import * as os from 'os';
+import * as path from 'path';
 
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
@@ -13,6 +15,15 @@ const SERVERS = [
     name: 'no-server-extension',
     port: 8893,
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
+  },
+  {
+    // Notebooks that train with @distributed; MLflow's embedded store lives in a fresh AIR_HOME.
+    name: 'training',
+    port: 8894,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'none',
+      AIR_HOME: path.join(os.tmpdir(), `jupyter-air-ui-tests-${process.pid}`)
+    }
   }
 ];
 

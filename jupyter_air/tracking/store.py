@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import pathlib
 from collections.abc import Mapping
@@ -13,6 +14,10 @@ import psutil
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
+
+# MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
+# shows as an alarming stderr block on the first run. Its warnings and errors still show.
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 
 def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:

@@ -57,6 +57,7 @@ test-js:
 	jlpm test
 
 test-ui:
+	rm -rf ui-tests/.air-home
 	cd ui-tests && jlpm install && jlpm test
 
 bench: install

@@ -3,7 +3,6 @@
  * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
-import * as os from 'os';
 import * as path from 'path';
 
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
@@ -17,12 +16,13 @@ const SERVERS = [
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
   },
   {
-    // Notebooks that train with @distributed; MLflow's embedded store lives in a fresh AIR_HOME.
+    // Notebooks that train with @distributed; MLflow's embedded store lives in ui-tests/.air-home
+    // (emptied by `make test-ui`).
     name: 'training',
     port: 8894,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
-      AIR_HOME: path.join(os.tmpdir(), `jupyter-air-ui-tests-${process.pid}`)
+      AIR_HOME: path.join(__dirname, '.air-home')
     }
   }
 ];

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import pathlib
 import sys
 
@@ -14,6 +15,8 @@ class RankLogTail:
         self.stream = stream
         self._offsets = [0] * len(paths)
         self._partial = [""] * len(paths)
+        # A read can end inside a multi-byte character (a progress bar's "█"): keep its bytes for the next read.
+        self._decoders = [codecs.getincrementaldecoder("utf-8")(errors="replace") for _ in paths]
 
     def pump(self, final: bool = False) -> None:
         """Print whatever complete lines were added since the last call (everything when ``final``)."""
@@ -27,7 +30,7 @@ class RankLogTail:
             except FileNotFoundError:
                 continue
             self._offsets[rank] += len(chunk)
-            text = self._partial[rank] + chunk.decode("utf-8", errors="replace")
+            text = self._partial[rank] + self._decoders[rank].decode(chunk, final=final)
             *complete, self._partial[rank] = text.split("\n")
             if final and self._partial[rank]:
                 complete.append(self._partial[rank])

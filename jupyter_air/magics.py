@@ -142,7 +142,7 @@ class AirMagics(Magics):
             tags=tags,
             params={},
             log_system_metrics=not args.no_system_metrics,
-        ) as run, _active_in_kernel(run.info.run_id):
+        ) as run, _active_in_kernel(run.run.run_id):
             return _run_cell_here(source, filename, self.shell.user_ns)
 
     @line_magic

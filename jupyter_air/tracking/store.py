@@ -8,9 +8,11 @@ import logging
 import os
 import pathlib
 from collections.abc import Mapping
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import psutil
+
+from jupyter_air.home import air_home, file_lock, private_dir, private_file
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
@@ -18,14 +20,6 @@ PROXY_PATH = "mlflow/"
 # MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
 # shows as an alarming stderr block on the first run. Its warnings and errors still show.
 logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
-
-
-def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:
-    """The folder jupyter_air keeps its state in: ``$AIR_HOME`` or ``~/.jupyter_air``, created if missing."""
-    env = os.environ if environ is None else environ
-    home = pathlib.Path(env.get("AIR_HOME") or "~/.jupyter_air").expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
 
 
 def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
@@ -37,6 +31,37 @@ def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
 def default_artifact_location(environ: Mapping[str, str] | None = None) -> str:
     """Artifact root of experiments created in a local store: ``<AIR_HOME>/mlartifacts``."""
     return str(air_home(environ) / "mlartifacts")
+
+
+def sqlite_path(uri: str) -> pathlib.Path | None:
+    """The database file of a ``sqlite:///`` tracking URI, else None."""
+    scheme, sep, rest = uri.partition(":///")
+    if not sep or not (scheme == "sqlite" or scheme.startswith("sqlite+")):
+        return None
+    path = unquote(rest.split("?", 1)[0])
+    return pathlib.Path(path) if path and path != ":memory:" else None
+
+
+_prepared: set[str] = set()
+
+
+def prepare_store(uri: str | None = None) -> str:
+    """Make the store usable once per process: a SQLite store is created 0600 and its tables are created
+    or migrated under a file lock, so concurrent first runs (notebooks, the server, supervisors) never race."""
+    uri = uri or tracking_uri()
+    if uri in _prepared:
+        return uri
+    path = sqlite_path(uri)
+    if path is not None and path.parent.is_dir():
+        if path.parent == air_home():
+            private_dir(pathlib.Path(default_artifact_location()))
+        private_file(path)
+        with file_lock(path.with_name(path.name + ".lock")):
+            from mlflow.tracking import MlflowClient
+
+            MlflowClient(uri)._tracking_client.store  # noqa: B018, SLF001 - opening it creates or migrates the tables
+    _prepared.add(uri)
+    return uri
 
 
 def is_remote(uri: str) -> bool:
@@ -53,10 +78,10 @@ def is_local(uri: str) -> bool:
 
 
 def client():
-    """An ``MlflowClient`` on :func:`tracking_uri` (imports MLflow on first use)."""
+    """An ``MlflowClient`` on :func:`tracking_uri` (imports MLflow on first use), its store prepared."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(tracking_uri())
+    return MlflowClient(prepare_store())
 
 
 def ensure_experiment(name: str, artifact_location: str | None = None) -> str:

@@ -14,14 +14,20 @@ from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1
+#: Seconds between two records of the call's process tree.
+_WATCH_SECONDS = 1.0
 
 
 def _wait(call: Call, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
     deadline = None if timeout is None else time.monotonic() + timeout
+    watched = 0.0
     while call.running:
         call.join(_POLL_SECONDS)
         tail.pump()
         run.tick()
+        if time.monotonic() - watched >= _WATCH_SECONDS:
+            call.watch()
+            watched = time.monotonic()
         if deadline is not None and time.monotonic() > deadline and call.running:
             call.stop()
             raise DistributedTimeout(
@@ -71,7 +77,7 @@ def _run_tracked(call: Call, timeout, experiment, run_name, tags, params, log_sy
             try:
                 call.start()  # the ranks start while their run is created, then wait for its id
                 run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags)
-                call.release({**os.environ, **runs.worker_environment(run.info)})
+                call.release({**os.environ, **runs.worker_environment(run.run)})
                 run.announce(params, log_system_metrics)
                 _wait(call, tail, run, timeout)
             finally:
@@ -89,7 +95,7 @@ def _run_tracked(call: Call, timeout, experiment, run_name, tags, params, log_sy
 
 def _keep_logs(tail: RankLogTail, run: TrackedRun, logs) -> None:
     tail.pump(final=True)
-    runs.upload_logs(run.info, logs)
+    run.run.upload(logs, "logs/node_0")
 
 
 class DistributedFunction:

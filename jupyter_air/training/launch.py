@@ -13,8 +13,7 @@ import threading
 import time
 import uuid
 
-import psutil
-
+from jupyter_air.procs import ProcessTree
 from jupyter_air.training.errors import DistributedError, describe_exit
 from jupyter_air.training.pickling import dumps
 
@@ -24,10 +23,12 @@ from jupyter_air.training.pickling import dumps
 #: of ``spawn``'s time because torch is already imported.
 START_METHOD = "forkserver"
 _FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air.training.worker"]
-#: Seconds between SIGTERM and SIGKILL when stopping workers.
-_TERM_GRACE_SECONDS = 3.0
 #: Seconds to wait for the launcher to notice stopped workers before giving up on it.
 _STOP_DEADLINE_SECONDS = 10.0
+#: Environment variable every process of a call inherits (ranks' children and daemons included).
+CALL_ID_ENV = "AIR_CALL_ID"
+#: Collective libraries' socket interface on one node: loopback, unless the user chose one.
+_LOOPBACK_INTERFACES = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 
 _INSTALL_HINT = (
     "`.distributed()` needs PyTorch: install it with `pip install 'jupyter-air[distributed]'` "
@@ -70,9 +71,11 @@ def notebook_sources() -> dict[str, list[str]]:
 
 
 def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = START_METHOD):
-    """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, a free port."""
+    """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, stores on loopback."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
+
+    from jupyter_air.training import rendezvous
 
     if start_method == "forkserver":
         import multiprocessing
@@ -83,8 +86,9 @@ def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = ST
         max_nodes=1,
         nproc_per_node=world_size,
         run_id=f"air-{uuid.uuid4().hex[:12]}",
-        rdzv_backend="c10d",
-        rdzv_endpoint="localhost:0",
+        rdzv_backend=rendezvous.register(),
+        rdzv_endpoint="",
+        local_addr=rendezvous.LOOPBACK,
         max_restarts=0,
         monitor_interval=0.05,
         start_method=start_method,
@@ -97,6 +101,8 @@ class Call:
 
     def __init__(self, function, args: tuple, kwargs: dict, world_size: int):
         self.world_size = world_size
+        self.id = uuid.uuid4().hex
+        self.tree = ProcessTree(marker={CALL_ID_ENV: self.id})
         self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-"))
         for sub in ("logs", "pids", "results", "errors", "elastic"):
             (self.folder / sub).mkdir()
@@ -129,6 +135,7 @@ class Call:
 
     def release(self, env: dict[str, str]) -> None:
         """Let the ranks run, with ``env`` as their environment (plus the launcher's rank variables)."""
+        env = {**_LOOPBACK_INTERFACES, **env, CALL_ID_ENV: self.id}
         staging = self.folder / "env.json.tmp"
         staging.write_text(json.dumps(env))
         os.replace(staging, self.folder / "env.json")  # atomic: a rank never reads half of it
@@ -152,35 +159,26 @@ class Call:
     def join(self, timeout: float) -> None:
         self._done.wait(timeout)
 
-    def _worker_processes(self) -> list[psutil.Process]:
-        """Live ranks and their children; a pid since reused by another process is left alone."""
-        procs = []
+    def watch(self) -> None:
+        """Record the ranks and their descendants now, so one whose parent dies first is still stopped."""
         for pid_file in (self.folder / "pids").glob("rank_*.pid"):
             try:
                 pid, created = pid_file.read_text().split()
-                proc = psutil.Process(int(pid))
-                if abs(proc.create_time() - float(created)) < 0.01:
-                    procs.extend([proc, *proc.children(recursive=True)])
-            except (ValueError, psutil.Error):
-                continue
-        return procs
+            except ValueError:
+                continue  # being written
+            if (int(pid), float(created)) not in self.tree.roots:
+                self.tree.add_root(int(pid), float(created))
+        self.tree.scan(by_marker=False)
 
     def stop(self) -> None:
-        """Stop every worker and its children (SIGTERM, then SIGKILL) and wait for the launcher."""
+        """Stop every process of the call (SIGTERM, then SIGKILL) and wait for the launcher to notice."""
         deadline = time.monotonic() + _STOP_DEADLINE_SECONDS
-        term_sent_at = time.monotonic()
-        while time.monotonic() < deadline:
-            procs = self._worker_processes()
-            hard = time.monotonic() - term_sent_at > _TERM_GRACE_SECONDS
-            for proc in procs:
-                try:
-                    proc.kill() if hard else proc.terminate()
-                except psutil.Error:
-                    continue
-            psutil.wait_procs(procs, timeout=0.2)
-            if not self.running and not any(p.is_running() for p in self._worker_processes()):
+        while True:
+            self.watch()
+            self.tree.stop()
+            if not self.running or time.monotonic() > deadline:
                 return
-            self._done.wait(0.1)
+            self._done.wait(0.1)  # a rank may have been forked after the scan
 
     def results(self) -> list:
         """Each rank's return value, indexed by global rank; raises DistributedError for a failed call."""

@@ -1,63 +1,44 @@
-"""A managed MLflow run around a call: status view, system metrics, final status owned by the caller."""
+"""A notebook call's run: created first, announced (link, params, metrics) while work starts, ended by the caller."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 
-from jupyter_air.training import runs
 from jupyter_air.notebook_links import RunStatusView
+from jupyter_air.training import runs
 
-#: Seconds between system-metric samples (MLflow's default interval).
-SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
 _LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
 
 
-def root_cause(exc: BaseException) -> str:
-    message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-    return f"{type(exc).__name__}: {message}"
-
-
 class TrackedRun:
-    """One call's MLflow run: created first, announced (link, params, metrics) while work starts, then ended."""
+    """One call's MLflow run (a :class:`~jupyter_air.tracking.lifecycle.ManagedRun`) and its view in the cell."""
 
     def __init__(self, *, experiment: str | None, run_name: str | None, tags: dict[str, str]):
-        self.info = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
+        self.run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
         self.view: RunStatusView | None = None
-        self._metrics = None
 
     def announce(self, params: dict[str, str], log_system_metrics: bool) -> None:
         """Show the run's links and status, record its parameters and start sampling system metrics."""
-        from jupyter_air.tracking.system_metrics import SystemMetrics
-
-        runs.describe(self.info)
-        self.view = RunStatusView(self.info)
-        self.view.show()
-        runs.log_params(self.info, params)
-        if log_system_metrics:
-            self._metrics = SystemMetrics(self.info.run_id, SYSTEM_METRICS_INTERVAL_SECONDS)
-            self._metrics.start()
+        with self.run.guard():
+            self.run.describe()
+            self.view = RunStatusView(self.run)
+            self.view.show()
+            self.run.log_params(params)
+            if log_system_metrics:
+                self.run.start_system_metrics()
 
     def tick(self) -> None:
         if self.view is not None:
             self.view.tick()
 
-    def finish(self, status: str, error: str | None = None) -> None:
-        """Take the last system-metrics sample, then set the final status (the launcher's word is final)."""
-        if self._metrics is not None:
-            self._metrics.stop()
-        runs.end_run(self.info, status, error)
-        if self.view is not None:
-            self.view.finish(status)
-
     def finish_for(self, exc: BaseException | None) -> None:
-        """End FINISHED, KILLED for an interrupt, or FAILED with the exception as root cause."""
-        if exc is None:
-            self.finish("FINISHED")
-        elif isinstance(exc, KeyboardInterrupt):
-            self.finish("KILLED", "interrupted")
-        else:
-            self.finish("FAILED", root_cause(exc))
+        """End FINISHED, KILLED for an interrupt, or FAILED with the exception as root cause; update the view."""
+        try:
+            self.run.end_for(exc)
+        finally:
+            if self.view is not None:
+                self.view.finish(self.run.status or "FAILED")
 
 
 @contextlib.contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import threading
@@ -65,6 +66,9 @@ def no_orphans(air_home):
         time.monotonic() < deadline
     ):
         time.sleep(0.1)
+    for pid in left:  # fail, but leave nothing running for the next tests
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
     assert not left, f"{len(left)} process(es) left behind: {left}"
     agents = [t.name for t in threading.enumerate() if t.name == "air-elastic-agent"]
     assert not agents, f"launcher thread(s) still running: {agents}"

@@ -112,3 +112,76 @@ def test_an_interrupt_stops_every_worker_and_marks_the_run_killed(store, runs_of
     assert time.monotonic() - started < 4 + 10
     (run,) = runs_of("fail-interrupt")
     assert run.info.status == "KILLED"
+
+
+STUBBORN = r"""
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if sys.argv[1] == "daemon" and os.fork():
+    os._exit(0)                         # the daemon's parent exits at once: it is re-parented
+if sys.argv[1] == "daemon":
+    os.setsid()                         # and leaves the rank's session
+print(sys.argv[1], "ignores SIGTERM", flush=True)
+time.sleep(600)
+"""
+
+
+def start_stubborn_grandchildren():
+    import subprocess
+    import sys
+
+    if os.environ["RANK"] == "0":
+        for kind in ("child", "daemon"):
+            subprocess.Popen([sys.executable, "-c", STUBBORN, kind])
+    time.sleep(600)
+
+
+def test_a_stopped_call_leaves_no_grandchild_even_one_ignoring_sigterm_or_detached(store, runs_of):
+    # Given a rank that starts a child ignoring SIGTERM and a detached daemon (re-parented, own session)
+    train = distributed(start_stubborn_grandchildren, gpus=2, experiment="fail-stubborn", timeout=6)
+
+    # When the call is stopped by its timeout
+    with pytest.raises(DistributedTimeout):
+        train.distributed()
+
+    # Then the run is FAILED, and no process is left (counted by the no_orphans fixture)
+    (run,) = runs_of("fail-stubborn")
+    assert run.info.status == "FAILED"
+
+
+def report_listening_sockets():
+    import psutil
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    dist.barrier()
+    listening = {c.laddr.ip for c in psutil.Process().net_connections("inet") if c.status == psutil.CONN_LISTEN}
+    dist.barrier()
+    return sorted(listening)
+
+
+def test_a_call_listens_on_loopback_only(store):
+    # Given the kernel's listening sockets sampled while a 2-rank gloo call runs
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def sample():
+        import psutil
+
+        while not done.is_set():
+            seen.update(c.laddr.ip for c in psutil.Process().net_connections("inet") if c.status == psutil.CONN_LISTEN)
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        # When the call runs
+        per_rank = distributed(report_listening_sockets, gpus=2, experiment="listen-loopback").distributed()
+    finally:
+        done.set()
+        sampler.join()
+
+    # Then neither the kernel (rendezvous stores) nor any rank (gloo) listened beyond loopback
+    assert seen, "the rendezvous store was never seen listening"
+    assert seen <= {"127.0.0.1"}, seen
+    assert all(set(ips) <= {"127.0.0.1"} for ips in per_rank), per_rank

@@ -1,0 +1,167 @@
+"""Process trees: liveness that survives PID reuse, and stopping every process a call or a job started.
+
+A tree is found three ways, since each misses something: the descendants of its root processes (while
+they live), every process of this user whose environment carries the tree's marker (exec'd descendants
+inherit it, even daemons that left the session and were re-parented to init), and the members of the
+roots' sessions and process groups. Processes seen once are remembered, so one whose parent died
+first is still stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterable, Mapping
+
+import psutil
+
+#: Seconds between SIGTERM and SIGKILL: time for a training script to save a checkpoint and exit.
+TERM_GRACE_SECONDS = 5.0
+#: Two start times of one PID further apart than this are two processes (PID reuse). Not less: each
+#: process computes start times from its own reading of the boot time, which can differ by a second.
+_SAME_START_SECONDS = 1.0
+#: Rounds of "find what is left, SIGKILL it" after the grace period.
+_KILL_ROUNDS = 10
+
+Root = tuple[int, "float | None"]
+
+
+def start_time(pid: int) -> float | None:
+    """The process's start time (seconds since the epoch), or None when it does not exist."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def is_alive(pid: int | None, started: float | None) -> bool:
+    """True when ``pid`` still runs and is the process started at ``started`` (not a reused PID or a zombie)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if started is not None and abs(proc.create_time() - started) > _SAME_START_SECONDS:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _carries(proc: psutil.Process, marker: Mapping[str, str]) -> bool:
+    try:
+        env = proc.environ()
+    except (psutil.Error, OSError):
+        return False  # another user's process, or gone
+    return all(env.get(key) == value for key, value in marker.items())
+
+
+class ProcessTree:
+    """Every process started under ``roots`` (``(pid, start time)`` pairs) or carrying ``marker`` in its environment."""
+
+    def __init__(self, roots: Iterable[Root] = (), marker: Mapping[str, str] | None = None):
+        self.roots = list(roots)
+        self.marker = dict(marker or {})
+        self._seen: dict[int, psutil.Process] = {}
+
+    def add_root(self, pid: int, started: float | None) -> None:
+        self.roots.append((pid, started))
+
+    def scan(self, by_marker: bool = True) -> list[psutil.Process]:
+        """Record and return the live processes of the tree (this process excluded).
+
+        ``by_marker=False`` only follows the roots' descendants: cheap enough to call every second.
+        """
+        me = os.getpid()
+        sessions = set()
+        for pid, started in self.roots:
+            if not is_alive(pid, started):
+                continue
+            try:
+                root = psutil.Process(pid)
+                self._remember(root)
+                for child in root.children(recursive=True):
+                    self._remember(child)
+                if os.getsid(pid) == pid:
+                    sessions.add(pid)
+            except (psutil.Error, OSError):
+                continue
+        if (by_marker and self.marker) or sessions:
+            earliest = min((s for _, s in self.roots if s is not None), default=None)
+            for proc in psutil.process_iter():
+                if proc.pid == me or proc.pid in self._seen:
+                    continue
+                if (by_marker and self.marker and _carries(proc, self.marker)) or _in_session(proc, sessions, earliest):
+                    self._remember(proc)
+        return self.alive()
+
+    def alive(self) -> list[psutil.Process]:
+        """The remembered processes that still run (a PID since reused by another process is dropped)."""
+        live = []
+        for pid, proc in list(self._seen.items()):
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    live.append(proc)
+                    continue
+            except psutil.Error:
+                pass
+            del self._seen[pid]
+        return live
+
+    def stop(self, grace_seconds: float = TERM_GRACE_SECONDS) -> dict[int, int]:
+        """SIGTERM the whole tree, SIGKILL whatever is left after ``grace_seconds``, rescanning until none is left.
+
+        Returns the exit status of each process this call reaped (children of this process), keyed by
+        PID, since the caller can no longer read it from ``subprocess.Popen`` afterwards.
+        """
+        procs = self.scan()
+        for proc in procs:
+            _signal(proc, signal.SIGTERM)
+        gone, _ = psutil.wait_procs(procs, timeout=grace_seconds)
+        codes = {p.pid: p.returncode for p in gone if p.returncode is not None}
+        for _ in range(_KILL_ROUNDS):
+            left = self.scan()
+            if not left:
+                break
+            for proc in left:
+                _signal(proc, signal.SIGKILL)
+            killed, _ = psutil.wait_procs(left, timeout=1.0)
+            codes.update({p.pid: p.returncode for p in killed if p.returncode is not None})
+        return codes
+
+    def _remember(self, proc: psutil.Process) -> None:
+        self._seen.setdefault(proc.pid, proc)
+
+
+def _in_session(proc: psutil.Process, sessions: set[int], earliest: float | None) -> bool:
+    """True for a member of one of ``sessions`` (or their process groups) started after the roots."""
+    if not sessions:
+        return False
+    try:
+        member = os.getsid(proc.pid) in sessions or os.getpgid(proc.pid) in sessions
+        return member and (earliest is None or proc.create_time() >= earliest - _SAME_START_SECONDS)
+    except (OSError, psutil.Error):
+        return False
+
+
+def stop_tree(pid: int, started: float | None, grace_seconds: float = TERM_GRACE_SECONDS,
+              marker: Mapping[str, str] | None = None) -> dict[int, int]:
+    """Stop the process ``pid`` (a session leader), everything under it and everything carrying ``marker``."""
+    return ProcessTree([(pid, started)], marker).stop(grace_seconds)
+
+
+def _signal(proc: psutil.Process, sig: int) -> None:
+    try:
+        proc.send_signal(sig)
+    except psutil.Error:
+        pass
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants of this process its children rather than init's (Linux); False elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False

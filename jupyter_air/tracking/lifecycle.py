@@ -1,0 +1,196 @@
+"""The one MLflow run lifecycle of notebook calls and workload attempts: create, track, keep logs, end.
+
+A :class:`ManagedRun` is owned by the code that created it: whatever happens after creation, it ends
+with a final status (FINISHED, FAILED with the root cause in the tag ``air.error``, or KILLED) and is
+never left RUNNING. Keys and values are checked or clipped to MLflow's limits before anything is created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+#: MLflow's limits (``mlflow.utils.validation``): key length, param and tag value length.
+MAX_KEY_CHARS = 250
+MAX_PARAM_VALUE_CHARS = 6000
+MAX_TAG_VALUE_CHARS = 8000
+#: Characters MLflow accepts in param, tag and metric keys (on POSIX).
+_KEY_CHARS = re.compile(r"[/\w.\- :]*")
+#: Environment variable holding the seconds between two system-metrics samples of a run.
+SYSTEM_METRICS_INTERVAL_ENV = "AIR_SYSTEM_METRICS_INTERVAL_SECONDS"
+DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
+#: Final statuses, and the tag that holds the root cause of a FAILED or KILLED run.
+FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
+ERROR_TAG = "air.error"
+
+
+class RunStopped(Exception):
+    """The run was stopped on request (a Stop button, a cancel); it ends KILLED."""
+
+
+def key_problem(key: object) -> str | None:
+    """Why MLflow would refuse ``key`` as a param, tag or metric name, or None when it is fine."""
+    if not isinstance(key, str) or not key:
+        return "must be a non-empty string"
+    if len(key) > MAX_KEY_CHARS:
+        return f"is {len(key)} characters long; MLflow allows at most {MAX_KEY_CHARS}"
+    if not _KEY_CHARS.fullmatch(key):
+        return "may only contain letters, digits, underscores (_), dashes (-), periods (.), spaces, colons (:) and slashes (/)"
+    if posixpath.normpath(key) != key or key.startswith(("/", "..")) or key == ".":
+        return f"would be read as the path {posixpath.normpath(key)!r}; write it as that, without './', '..' or a leading '/'"
+    return None
+
+
+def clip(value: object, limit: int) -> str:
+    """``value`` as text of at most ``limit`` characters (an ellipsis marks a cut)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def system_metrics_interval() -> float:
+    """Seconds between system-metrics samples: ``$AIR_SYSTEM_METRICS_INTERVAL_SECONDS`` or 10."""
+    raw = os.environ.get(SYSTEM_METRICS_INTERVAL_ENV, "").strip()
+    if not raw:
+        return DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise ValueError(f"{SYSTEM_METRICS_INTERVAL_ENV}={raw!r}: expected a positive number of seconds, e.g. 10")
+    return value
+
+
+def root_cause(exc: BaseException) -> str:
+    """``Type: message`` of the exception that ended a run."""
+    message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+    return f"{type(exc).__name__}: {message}"
+
+
+def status_for(exc: BaseException | None) -> tuple[str, str | None]:
+    """The final status and root cause for a block of work that ended with ``exc`` (None: success)."""
+    if exc is None:
+        return FINISHED, None
+    if isinstance(exc, KeyboardInterrupt):
+        return KILLED, "interrupted"
+    if isinstance(exc, RunStopped):
+        return KILLED, str(exc) or "stopped"
+    return FAILED, root_cause(exc)
+
+
+class ManagedRun:
+    """An MLflow run from creation to its final status; use it as a context manager to guarantee the end."""
+
+    def __init__(self, client, run_id: str, experiment_id: str, run_name: str):
+        self.client = client
+        self.run_id = run_id
+        self.experiment_id = experiment_id
+        self.run_name = run_name
+        self.experiment_name = ""
+        self.url: str | None = None
+        self.status: str | None = None
+        self._metrics = None
+
+    @classmethod
+    def create(cls, experiment_id: str, *, run_name: str | None, tags: Mapping[str, object],
+               params: Mapping[str, object] = ()) -> ManagedRun:
+        """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED."""
+        from jupyter_air.tracking.store import client
+
+        mlflow_client = client()
+        run = mlflow_client.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
+        managed = cls(mlflow_client, run.info.run_id, run.info.experiment_id, run.info.run_name)
+        with managed.guard():
+            managed.log_params(params)
+        return managed
+
+    @classmethod
+    def resume(cls, run_id: str, *, run_name: str | None, tags: Mapping[str, object]) -> ManagedRun:
+        """Take over an existing run (``MLFLOW_RUN_ID``): RUNNING again, renamed if asked, tags added."""
+        from mlflow.entities import RunTag
+
+        from jupyter_air.tracking.store import client
+
+        mlflow_client = client()
+        run = mlflow_client.get_run(run_id)
+        mlflow_client.update_run(run_id, status="RUNNING", name=run_name)
+        mlflow_client.log_batch(run_id, tags=[RunTag(k, v) for k, v in _tags(tags).items()])
+        return cls(mlflow_client, run_id, run.info.experiment_id, run_name or run.info.run_name)
+
+    @classmethod
+    def adopt(cls, run_id: str) -> ManagedRun:
+        """The run ``run_id``, to end it for a process that can no longer (a supervisor found dead)."""
+        from jupyter_air.tracking.store import client
+
+        mlflow_client = client()
+        run = mlflow_client.get_run(run_id)
+        return cls(mlflow_client, run_id, run.info.experiment_id, run.info.run_name)
+
+    def log_params(self, params: Mapping[str, object]) -> None:
+        """Record params (clipped to MLflow's limit); keys the run already has keep their value."""
+        from mlflow.entities import Param
+
+        existing = set(self.client.get_run(self.run_id).data.params)
+        fresh = [Param(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in dict(params).items() if str(k) not in existing]
+        for start in range(0, len(fresh), 100):  # MLflow takes at most 100 params per batch
+            self.client.log_batch(self.run_id, params=fresh[start : start + 100])
+
+    def start_system_metrics(self, node_id: str | None = None, gpu_source=None) -> None:
+        """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included)."""
+        from jupyter_air.tracking.system_metrics import SystemMetrics
+
+        self._metrics = SystemMetrics(self.run_id, system_metrics_interval(), node_id=node_id, gpu_source=gpu_source)
+        self._metrics.start()
+
+    def upload(self, paths: Iterable[Path], artifact_path: str) -> None:
+        """Keep files (log files) as the run's artifacts under ``artifact_path``."""
+        for path in paths:
+            if path.is_file():
+                self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path)
+
+    def end(self, status: str, error: str | None = None) -> None:
+        """Take the last system-metrics sample, then set the final status (once; later calls do nothing)."""
+        if self.status is not None:
+            return
+        self.status = status
+        try:
+            if self._metrics is not None:
+                self._metrics.stop()
+        finally:
+            if error:
+                self.client.set_tag(self.run_id, ERROR_TAG, clip(error, MAX_TAG_VALUE_CHARS))
+            self.client.set_terminated(self.run_id, status=status)
+
+    def end_for(self, exc: BaseException | None) -> None:
+        """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause."""
+        self.end(*status_for(exc))
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[ManagedRun]:
+        """A block after which the run is ended FAILED/KILLED if the block raised (left running otherwise)."""
+        try:
+            yield self
+        except BaseException as exc:
+            self.end_for(exc)
+            raise
+
+    def describe(self) -> None:
+        """Fill in ``experiment_name`` and ``url``, the link that opens the run (None when no UI is known)."""
+        from jupyter_air.tracking.store import run_url
+
+        self.experiment_name = self.client.get_experiment(self.experiment_id).name
+        self.url = run_url(self.experiment_id, self.run_id)
+
+    def __enter__(self) -> ManagedRun:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.end_for(exc)
+
+
+def _tags(tags: Mapping[str, object]) -> dict[str, str]:
+    return {str(k): clip(v, MAX_TAG_VALUE_CHARS) for k, v in tags.items()}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, Integer, TraitError, Unicode, validate
+from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
@@ -42,6 +43,13 @@ class JupyterAir(ExtensionApp):
     )
     simulated_gpus = Integer(
         2, config=True, help="Number of GPUs the 'simulated' source reports (1-16).",
+    )
+
+    allow_proxy_route = Bool(
+        False, config=True,
+        help="Turn on jupyter-server-proxy's generic /proxy/<port>/ route (off by default): it forwards "
+             "authenticated requests to any port of this machine without Jupyter's origin check. jupyter_air's "
+             "MLflow UI does not need it.",
     )
 
     @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")
@@ -85,9 +93,12 @@ class JupyterAir(ExtensionApp):
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
 
     def initialize_handlers(self) -> None:
+        from .tracking.proxy import socket_path
         from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
 
-        self.handlers.extend(handlers() + mlflow_handlers())
+        self.mlflow_socket = socket_path()
+        self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers(self.mlflow_socket))
 
     async def stop_extension(self) -> None:
         self.sampler.stop()
+        shutil.rmtree(self.mlflow_socket.parent, ignore_errors=True)

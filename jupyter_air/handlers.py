@@ -46,3 +46,19 @@ class VersionHandler(BaseHandler):
     @tornado.web.authenticated
     def get(self) -> None:
         self.finish(json.dumps({"version": __version__}))
+
+
+class ProxyRouteOffHandler(BaseHandler):
+    """Answers jupyter-server-proxy's generic ``/proxy/<port>/`` route while it is turned off."""
+
+    MESSAGE = (
+        "The generic /proxy/<port>/ route of jupyter-server-proxy is turned off by jupyter_air: it reaches any "
+        "local port and skips Jupyter's origin check. Set c.JupyterAir.allow_proxy_route = True in "
+        "jupyter_server_config.py to turn it on."
+    )
+
+    def _refuse(self, *args) -> None:
+        self.set_status(404)
+        self.finish(json.dumps({"message": self.MESSAGE}))
+
+    get = post = put = delete = patch = head = options = tornado.web.authenticated(_refuse)

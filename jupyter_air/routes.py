@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from .handlers import GpuHandler, GpuRefreshHandler, VersionHandler
+from .handlers import GpuHandler, GpuRefreshHandler, ProxyRouteOffHandler, VersionHandler
 
 NAMESPACE = "jupyter-air"
 
 
-def handlers() -> list[tuple]:
-    """Patterns relative to the server's base_url (the extension app prefixes it)."""
-    return [
+def handlers(allow_proxy_route: bool = False) -> list[tuple]:
+    """Patterns relative to the server's base_url (the extension app prefixes it).
+
+    Unless allowed, ``/proxy/...`` is answered here: extensions load in name order, so jupyter_air's
+    patterns come before jupyter_server_proxy's and win.
+    """
+    routes = [
         (f"/{NAMESPACE}/gpu", GpuHandler),
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
     ]
+    if not allow_proxy_route:
+        routes.append((r"/proxy/(.*)", ProxyRouteOffHandler))
+    return routes

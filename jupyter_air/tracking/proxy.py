@@ -1,11 +1,19 @@
-"""The MLflow UI of the embedded store at ``{base_url}mlflow/``: the proxied server's spec and its launcher tile."""
+"""The MLflow UI of the embedded store at ``{base_url}mlflow/``: the proxied server's spec and its launcher tile.
+
+The UI listens on a Unix socket only, in a folder only the Jupyter user can enter (mode 0700): no
+TCP port exists that another local user could reach or take first, and Jupyter's authentication is
+the only way in.
+"""
 
 from __future__ import annotations
 
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
-from jupyter_air.tracking.store import PROXY_PATH, air_home, default_artifact_location, tracking_uri
+from jupyter_air.home import air_home
+from jupyter_air.tracking.store import PROXY_PATH
 
 #: Seconds the proxy waits for a freshly started MLflow UI (it needs about 20 s on a small machine).
 STARTUP_TIMEOUT_SECONDS = 120
@@ -14,35 +22,26 @@ STARTUP_TIMEOUT_SECONDS = 120
 PROXY_NAME = PROXY_PATH.strip("/")
 
 
-def mlflow_server() -> dict:
-    """The server-proxy spec: an MLflow UI on loopback, started on first use, reading this server's store.
+def socket_path() -> Path:
+    """Where the MLflow UI will listen: ``mlflow.sock`` in a new folder of mode 0700 (``mkdtemp``'s mode)."""
+    return Path(tempfile.mkdtemp(prefix="jupyter-air-mlflow-")) / "mlflow.sock"
 
-    Host is rewritten to loopback and Origin cleared, so MLflow's own host and origin checks, which
-    still guard its port, accept requests that came through Jupyter whatever host name the browser
-    used. Those requests pass Jupyter's origin check instead (``proxy_handler``).
+
+def mlflow_server(socket: Path) -> dict:
+    """The server-proxy spec: an MLflow UI on ``socket``, started on first use, reading this server's store.
+
+    Host is set to loopback and Origin cleared, so MLflow's own host and origin checks accept
+    requests that came through Jupyter whatever host name the browser used; those requests pass
+    Jupyter's origin check instead (``proxy_handler``).
     """
     return {
-        "command": [
-            sys.executable,
-            "-m",
-            "mlflow",
-            "server",
-            "--backend-store-uri",
-            tracking_uri(),
-            "--default-artifact-root",
-            default_artifact_location(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "{port}",
-            "--workers",
-            "1",
-        ],
+        "command": [sys.executable, "-m", "jupyter_air.tracking.ui_server", "{unix_socket}"],
+        "unix_socket": str(socket),
         # The UI needs no background job runner (a handful of extra processes used by GenAI features).
         "environment": {"AIR_HOME": str(air_home()), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         "timeout": STARTUP_TIMEOUT_SECONDS,
         "absolute_url": False,
-        "request_headers_override": {"Host": "127.0.0.1:{port}", "Origin": ""},
+        "request_headers_override": {"Host": "localhost", "Origin": ""},
     }
 
 

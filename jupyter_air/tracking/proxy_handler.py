@@ -1,6 +1,10 @@
-"""The ``{base_url}mlflow/`` routes: jupyter-server-proxy's MLflow handler, refusing cross-site writes."""
+"""The ``{base_url}mlflow/`` routes: jupyter-server-proxy's handler for the MLflow UI on its Unix socket,
+refusing cross-site writes and never passing Jupyter's credentials on."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode
 
 from jupyter_server_proxy.config import ServerProcess
 from jupyter_server_proxy.handlers import AddSlashHandler
@@ -10,11 +14,14 @@ from .proxy import PROXY_NAME, mlflow_server
 
 #: Methods a cross-site page may send: they read, so the same-origin policy already keeps their answers private.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Request headers and query arguments that carry Jupyter's credentials: MLflow never sees them.
+CREDENTIAL_HEADERS = ("Cookie", "Authorization", "X-XSRFToken")
+CREDENTIAL_ARGUMENTS = frozenset({"token", "_xsrf"})
 
 
-def mlflow_handlers() -> list[tuple]:
+def mlflow_handlers(socket: Path) -> list[tuple]:
     """Patterns relative to the server's base_url: the proxied MLflow UI, and its address without the slash."""
-    proxy, kwargs = ServerProcess(name=PROXY_NAME, **mlflow_server()).make_proxy_handler()
+    proxy, kwargs = ServerProcess(name=PROXY_NAME, **mlflow_server(socket)).make_proxy_handler()
 
     class MlflowProxyHandler(proxy):
         """jupyter-server-proxy skips Jupyter's XSRF check ("defer to proxied apps"), and MLflow's own
@@ -26,6 +33,17 @@ def mlflow_handlers() -> list[tuple]:
             await super().prepare(*args, **kwargs)
             if self.request.method not in SAFE_METHODS and not self.check_origin():
                 raise web.HTTPError(403, "Blocking cross-origin %s to the MLflow UI", self.request.method)
+
+        def proxy_request_headers(self):
+            headers = super().proxy_request_headers()
+            for name in CREDENTIAL_HEADERS:
+                headers.pop(name, None)
+            return headers
+
+        def get_client_uri(self, protocol, host, port, proxied_path):
+            uri, _, query = super().get_client_uri(protocol, host, port, proxied_path).partition("?")
+            kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in CREDENTIAL_ARGUMENTS]
+            return f"{uri}?{urlencode(kept)}" if kept else uri
 
     # jupyter-server-proxy authenticates in prepare(); decorating every verb as well says so to Jupyter's
     # check for undecorated routes (which fails with allow_unauthenticated_access=False).

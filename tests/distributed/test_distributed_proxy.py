@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import sys
 
+import psutil
 import pytest
 from jupyter_server.utils import url_path_join
+
+from jupyter_air.tracking import proxy_handler
 
 #: An origin the server's configuration trusts (``ServerApp.allow_origin``), like a hub in front of it.
 TRUSTED_ORIGIN = "https://lab.example.org"
@@ -28,15 +34,20 @@ def jp_server_config(store):
     }
 
 
+def proxied_processes(serverapp) -> list:
+    """The supervised processes behind the server's proxy routes (started on first use)."""
+    routes = [rule for host in serverapp.web_app.default_router.rules for rule in getattr(host.target, "rules", [])]
+    found = [route.target_kwargs.get("state", {}).get("proc") for route in routes]
+    return [process for process in found if process is not None]
+
+
 @pytest.fixture
 def stop_proxied_servers(jp_serverapp, jp_asyncio_loop):
     """Stop the proxied MLflow UI as Jupyter does when it exits (here the test process outlives the server),
     through its supervisor: one killed behind its back that exits with an error code is started again."""
     yield
-    routes = [rule for host in jp_serverapp.web_app.default_router.rules for rule in getattr(host.target, "rules", [])]
-    for route in routes:
-        process = route.target_kwargs.get("state", {}).get("proc")
-        if process is not None and process.running:
+    for process in proxied_processes(jp_serverapp):
+        if process.running:
             jp_asyncio_loop.run_until_complete(process.terminate())
 
 
@@ -59,7 +70,8 @@ def browser(http_server_client, jp_base_url, jp_http_port):
 
 
 @pytest.mark.usefixtures("no_orphans", "stop_proxied_servers")
-async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(jp_fetch, store, browser):
+async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(jp_fetch, jp_serverapp, store,
+                                                                                        browser):
     # Given a run in the embedded store, and a browser logged in to Jupyter (its cookie, no token)
     experiment_id = store.create_experiment("proxy-<b>")
     run = store.create_run(experiment_id, run_name="proxied")
@@ -73,6 +85,13 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     # Then it answers with MLflow's page, whose assets are relative so they load under the prefix
     assert page.code == 200 and b"<title>MLflow</title>" in page.body
     assert b'src="static-files/' in page.body
+    # And MLflow listens on a Unix socket in a folder only this user can enter, on no TCP port at all
+    (process,) = proxied_processes(jp_serverapp)
+    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    assert [c for p in tree for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
+    sockets = {c.laddr for p in tree for c in p.net_connections("unix") if c.laddr}
+    socket = next(s for s in sockets if s.endswith("mlflow.sock"))
+    assert stat.S_IMODE(os.stat(os.path.dirname(socket)).st_mode) == 0o700
     # And the launcher tile opens that same address
     tiles = json.loads(servers.body)["server_processes"]
     assert [(t["name"], t["launcher_entry"]["path_info"]) for t in tiles] == [("mlflow", "mlflow/")]
@@ -100,3 +119,68 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     rename = {"experiment_id": experiment_id, "new_name": "proxy-kept"}
     renamed = await browser(cookie, "experiments/update", rename)
     assert renamed.code == 200 and store.get_experiment(experiment_id).name == "proxy-kept"
+
+
+#: Stands in for MLflow on the Unix socket: answers every request with the path and headers it received.
+ECHO_SERVER = r"""
+import json, os, socketserver, sys
+from http.server import BaseHTTPRequestHandler
+
+class Echo(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"path": self.path, "headers": dict(self.headers)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    def get_request(self):
+        request, _ = super().get_request()
+        return request, ("local", 0)
+
+Server(sys.argv[1], Echo).serve_forever()
+"""
+
+
+@pytest.fixture
+def echo_instead_of_mlflow(monkeypatch):
+    def spec(socket):
+        script = ECHO_SERVER.replace("{", "{{").replace("}", "}}")  # the command is a template
+        return {**original(socket), "command": [sys.executable, "-c", script, "{unix_socket}"]}
+
+    original = proxy_handler.mlflow_server
+    monkeypatch.setattr(proxy_handler, "mlflow_server", spec)
+
+
+@pytest.mark.usefixtures("echo_instead_of_mlflow", "no_orphans", "stop_proxied_servers")
+async def test_jupyter_credentials_never_reach_the_proxied_server(jp_fetch, http_server_client, jp_base_url,
+                                                                  jp_auth_header):
+    # Given a logged-in browser's cookie, Jupyter's token in a header, and the token in a URL's query
+    servers = await jp_fetch("server-proxy", "servers-info")
+    cookie = next(c.split(";")[0] for c in servers.headers.get_list("Set-Cookie") if c.startswith("username-"))
+    token = jp_auth_header["Authorization"].split()[-1]
+
+    def fetch(path: str, headers: dict):
+        return http_server_client.fetch(url_path_join(jp_base_url, "mlflow", path), headers=headers,
+                                        request_timeout=60)
+
+    # When each reaches the MLflow route (served here by a server that echoes what it receives)
+    answers = {
+        "/ajax-api/x?experiment=1": await fetch("ajax-api/x?experiment=1", {"Cookie": cookie, "X-XSRFToken": "a"}),
+        "/ajax-api/y": await fetch("ajax-api/y", jp_auth_header),
+        "/ajax-api/z?keep=1": await fetch(f"ajax-api/z?token={token}&keep=1", {}),
+    }
+
+    # Then the proxied server saw each request, but never the cookie, the token or the XSRF header
+    for path, response in answers.items():
+        seen = json.loads(response.body)
+        headers = {k.lower(): v for k, v in seen["headers"].items()}
+        assert seen["path"] == path
+        assert not {"cookie", "authorization", "x-xsrftoken"} & set(headers), headers
+        assert token not in json.dumps(seen)

@@ -13,6 +13,7 @@ import pytest
 
 from jupyter_air.tracking import store as air_store
 from jupyter_air.tracking.proxy import mlflow_server
+from jupyter_air.tracking.ui_server import server_args
 from jupyter_air.tracking.system_metrics import SystemMetrics
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -91,17 +92,20 @@ def test_run_links(store, monkeypatch, tmp_path):
         server.wait()
 
 
-def test_proxy_spec_serves_the_same_store(store, air_home):
+def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home, tmp_path):
     # Given the embedded store, When jupyter-server-proxy asks for the MLflow server spec
-    spec = mlflow_server()
+    socket = tmp_path / "mlflow.sock"
+    spec = mlflow_server(socket)
 
-    # Then it starts MLflow's UI on loopback on the proxy's port, on this store and artifact root
-    command = spec["command"]
-    assert command[command.index("--backend-store-uri") + 1] == air_store.tracking_uri()
-    assert command[command.index("--default-artifact-root") + 1] == str(air_home / "mlartifacts")
-    assert command[command.index("--host") + 1] == "127.0.0.1"
-    assert command[command.index("--port") + 1] == "{port}"
+    # Then it starts jupyter_air's MLflow UI process on the proxy's Unix socket
+    assert spec["command"][-3:] == ["-m", "jupyter_air.tracking.ui_server", "{unix_socket}"]
+    assert spec["unix_socket"] == str(socket) and "port" not in spec
     assert spec["absolute_url"] is False and spec["timeout"] >= 60
+    # And that process serves this store and artifact root with uvicorn on that socket only
+    args = server_args(air_store.tracking_uri(), socket, tmp_path / "logging.json")
+    assert args[args.index("--backend-store-uri") + 1] == air_store.tracking_uri()
+    assert args[args.index("--default-artifact-root") + 1] == str(air_home / "mlartifacts")
+    assert f"--uds {socket}" in args[args.index("--uvicorn-opts") + 1]
 
 
 class FakeGpuSource:

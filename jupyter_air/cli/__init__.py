@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
+    from jupyter_air.home import AirHomeError
+
     from . import commands
 
     try:
@@ -107,6 +109,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     except CliError as err:
         print(f"air {args.command}: error: {err}", file=sys.stderr)
         return err.code
+    except AirHomeError as err:
+        print(f"air {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\ninterrupted (a submitted job keeps running; `air cancel` stops it)", file=sys.stderr)
         return 130

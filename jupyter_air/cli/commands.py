@@ -29,7 +29,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _store() -> JobStore:
-    from jupyter_air.tracking.store import air_home
+    from jupyter_air.home import air_home
 
     store = JobStore(air_home())
     reap(store)

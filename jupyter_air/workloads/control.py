@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 
 from .executor import executor_for
+from .logs import node_dir
+from .node import wait_for_pump
 from .store import Job, JobStore, now_ms
+from .supervisor import attempt_marker
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +53,20 @@ def cancel(store: JobStore, job: Job, wait_seconds: float = CANCEL_WAIT_SECONDS)
 
 
 def _end_attempts(store: JobStore, job: Job, status: str, reason: str) -> None:
-    open_runs = []
-    for attempt in job.attempts:
-        if attempt.ended_ms is None:
-            store.update_attempt(job.job_run_id, attempt.attempt, status=status, ended_ms=now_ms(), error=reason)
-            if attempt.mlflow_run_id:
-                open_runs.append(attempt.mlflow_run_id)
-    if not open_runs:
-        return
-    try:
-        from jupyter_air.tracking.store import client
+    """End the attempts the supervisor left open: job state, then their MLflow runs with the output kept."""
+    open_attempts = [a for a in job.attempts if a.ended_ms is None]
+    for attempt in open_attempts:
+        store.update_attempt(job.job_run_id, attempt.attempt, status=status, ended_ms=now_ms(), error=reason)
+    for attempt in open_attempts:
+        if attempt.mlflow_run_id is None:
+            continue
+        try:
+            from jupyter_air.tracking.lifecycle import ManagedRun
 
-        mlflow_client = client()
-        for run_id in open_runs:
-            mlflow_client.set_terminated(run_id, status)
-    except Exception as exc:  # noqa: BLE001 - the job state is already right; say what is left to do
-        print(f"warning: could not mark MLflow run(s) {', '.join(open_runs)} {status}: {exc}", file=sys.stderr)
+            wait_for_pump(attempt_marker(job.job_run_id, attempt.attempt))
+            run = ManagedRun.adopt(attempt.mlflow_run_id)
+            directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, 0)
+            run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt.attempt}/node_0")
+            run.end(status, reason)
+        except Exception as exc:  # noqa: BLE001 - the job state is already right; say what is left to do
+            log.warning("Could not mark MLflow run %s %s: %s", attempt.mlflow_run_id, status, exc)

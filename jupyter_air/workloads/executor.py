@@ -9,7 +9,9 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from . import procs
+from jupyter_air import procs
+from jupyter_air.home import open_private
+
 from .store import Job, JobStore, now_ms
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
@@ -50,7 +52,7 @@ class LocalExecutor(Executor):
             "import sys; sys.path.insert(0, sys.argv.pop(1)); "
             "from jupyter_air.workloads.supervisor import main; main(sys.argv[1:])"
         )
-        with open(job_dir / "supervisor.log", "ab") as log:
+        with open_private(job_dir / "supervisor.log") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-c", code, package_parent, job.job_run_id],
                 cwd=job_dir,
@@ -76,11 +78,13 @@ class LocalExecutor(Executor):
         return procs.is_alive(job.supervisor_pid, job.supervisor_started)
 
     def stop_leftovers(self, job: Job) -> None:
+        from .supervisor import attempt_marker
+
+        for attempt in job.attempts:  # the workload first: its log pump then writes the rest and exits
+            if attempt.ended_ms is None:
+                procs.stop_tree(attempt.pid, attempt.pid_started, marker=attempt_marker(job.job_run_id, attempt.attempt))
         if job.supervisor_pid and procs.is_alive(job.supervisor_pid, job.supervisor_started):
             procs.stop_tree(job.supervisor_pid, job.supervisor_started, grace_seconds=1)
-        for attempt in job.attempts:
-            if attempt.pid and attempt.ended_ms is None:
-                procs.stop_tree(attempt.pid, attempt.pid_started)
 
 
 EXECUTORS: dict[str, type[Executor]] = {LocalExecutor.name: LocalExecutor}

@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from .spec import Workload, field_names
 
 FieldPath = tuple[str, ...]
+#: Most values a workload file may hold once its YAML aliases are expanded (a real one holds dozens).
+MAX_VALUES = 10_000
 
 
 class WorkloadError(Exception):
@@ -63,6 +65,8 @@ def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
 def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None:
+            _refuse_alias_bombs(node, label)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -81,6 +85,27 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
     if duplicates:
         raise WorkloadError(label, [f"{label}:{d}" for d in duplicates])
     return data, lines
+
+
+def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:
+    """Refuse a file whose aliases expand to more than MAX_VALUES values before anything expands them."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 0  # a recursive alias counts once
+            children = node.value if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) else ()
+            pairs = [item for pair in children for item in pair] if isinstance(node, yaml.MappingNode) else children
+            total = 1 + sum(size(child) for child in pairs)
+            if total > MAX_VALUES:
+                raise WorkloadError(label, [
+                    f"{label}:{node.start_mark.line + 1}: YAML aliases here expand to more than {MAX_VALUES} values "
+                    "(an alias bomb?); write the values out instead of repeating aliases"
+                ])
+            sizes[id(node)] = total
+        return sizes[id(node)]
+
+    size(root)
 
 
 def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], duplicates: list[str]) -> None:
@@ -119,8 +144,8 @@ def _apply_override(data: dict[str, Any], item: str, label: str) -> FieldPath:
 
 
 def _describe(err: dict[str, Any], lines: dict[FieldPath, int], overridden: set[FieldPath], label: str) -> str:
-    loc = tuple(str(p) for p in err["loc"])
-    dotted = ".".join(loc) or "(top level)"
+    loc = tuple(str(p) for p in err["loc"] if p != "[key]")  # pydantic marks a mapping key's own error so
+    dotted = ".".join(p if p.isprintable() else repr(p) for p in loc) or "(top level)"
     where = _where(loc, lines, overridden, label)
     kind = err["type"]
     if kind == "extra_forbidden":
@@ -131,7 +156,7 @@ def _describe(err: dict[str, Any], lines: dict[FieldPath, int], overridden: set[
     if kind == "missing":
         return f"{where}{dotted}: required field is missing"
     value = err.get("input")
-    shown = "" if isinstance(value, dict) else f" (got {value!r})"
+    shown = "" if isinstance(value, dict) or "[key]" in err["loc"] else f" (got {value!r})"
     message = err["msg"].removeprefix("Value error, ")
     return f"{where}{dotted}: {message}{shown}"
 

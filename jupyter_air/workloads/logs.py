@@ -5,26 +5,37 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+
+from jupyter_air.home import FILE_MODE, open_private, private_dir
 
 OUTPUT = "output.log"
 #: One epoch-millisecond timestamp per line of output.log, in the same order.
 TIMESTAMPS = "output.ts"
 #: Longest line kept as one record; longer output is split.
 MAX_LINE_BYTES = 1 << 16
+#: The one definition of a line, for writers and readers alike: bytes up to "\n". A "\r" (a progress
+#: bar redrawing itself) stays inside its line.
+NEWLINE = b"\n"
 
 
 def node_dir(job_dir: Path, attempt: int, node: int) -> Path:
     return job_dir / "logs" / f"attempt_{attempt}" / f"node_{node}"
 
 
+def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in ``data`` (without their newline) and the unfinished rest."""
+    *lines, rest = data.split(NEWLINE)
+    return lines, rest
+
+
 @dataclass
 class LogLine:
     """One output line; `ts` is epoch milliseconds when the supervisor read it (None if not recorded)."""
 
-    ts: Optional[int]
+    ts: int | None
     line: str
 
 
@@ -32,19 +43,21 @@ class LogWriter:
     """Appends each line to output.log and its timestamp to output.ts, flushed at once (nothing lost on a crash)."""
 
     def __init__(self, directory: Path):
-        directory.mkdir(parents=True, exist_ok=True)
-        self._out = open(directory / OUTPUT, "ab", buffering=0)
-        self._ts = open(directory / TIMESTAMPS, "ab", buffering=0)
+        private_dir(directory)
+        self._out = open_private(directory / OUTPUT, "ab", buffering=0)
+        self._ts = open_private(directory / TIMESTAMPS, "ab", buffering=0)
 
     def write(self, line: bytes) -> None:
-        if not line.endswith(b"\n"):
-            line += b"\n"
-        self._out.write(line)
+        """Write one line (without its newline); raises OSError when the disk refuses it."""
+        self._out.write(line + NEWLINE)
         self._ts.write(b"%d\n" % int(time.time() * 1000))
 
     def close(self) -> None:
-        self._out.close()
-        self._ts.close()
+        for stream in (self._out, self._ts):
+            try:
+                stream.close()
+            except OSError:
+                pass  # a full disk already reported by write()
 
 
 class LogCursor:
@@ -62,9 +75,9 @@ class LogCursor:
                 data = f.read()
         except FileNotFoundError:
             return
-        end = data.rfind(b"\n") + 1
-        self._pos[name] += end
-        self._pending[name].extend(data[:end].splitlines())
+        lines, rest = split_lines(data)
+        self._pos[name] += len(data) - len(rest)
+        self._pending[name].extend(lines)
 
     def read(self, final: bool = False) -> list[LogLine]:
         """New complete lines; with `final`, also lines whose timestamp never got written."""
@@ -78,7 +91,7 @@ class LogCursor:
         return lines
 
 
-def tail(directory: Path, count: Optional[int]) -> list[LogLine]:
+def tail(directory: Path, count: int | None) -> list[LogLine]:
     """The last `count` lines (all when None), streaming through the files."""
     keep: deque[LogLine] = deque(maxlen=count)
     for line in _iter_lines(directory):
@@ -97,9 +110,9 @@ def _iter_lines(directory: Path) -> Iterator[LogLine]:
         except FileNotFoundError:
             ts = None
         try:
-            for raw in out:
+            for raw in out:  # a binary file iterates over "\n"-terminated lines, like split_lines
                 stamp = ts.readline().strip() if ts else b""
-                yield LogLine(int(stamp) if stamp else None, raw.rstrip(b"\n").decode("utf-8", "replace"))
+                yield LogLine(int(stamp) if stamp else None, raw.removesuffix(NEWLINE).decode("utf-8", "replace"))
         finally:
             if ts:
                 ts.close()
@@ -120,11 +133,11 @@ def download(source: Path, dest_root: Path, parts: tuple[str, ...]) -> Path:
         folder = folder / part
         if folder.is_symlink():
             raise UnsafePath(f"{folder} is a symbolic link; refusing to write through it")
-        folder.mkdir(exist_ok=True)
+        private_dir(folder)
     target = folder / OUTPUT
     if not target.resolve().is_relative_to(root) or target.is_symlink():
         raise UnsafePath(f"{target} leaves {root}; refusing to write it")
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
     with os.fdopen(fd, "wb") as dst:
         try:
             with open(source / OUTPUT, "rb") as src:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, Union
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, key_problem
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_ENV = {
     "MLFLOW_TRACKING_URI",
     "MLFLOW_EXPERIMENT_ID",
@@ -18,7 +20,45 @@ _RESERVED_ENV = {
     "NUM_NODES",
     "CUDA_VISIBLE_DEVICES",
 }
-Scalar = Union[StrictStr, StrictInt, StrictFloat, bool, None]
+
+
+def _no_nul(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("contains a NUL character (\\0), which no command, file name or environment can carry")
+    return text
+
+
+def _env_name(name: str) -> str:
+    if not _ENV_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a valid environment variable name (letters, digits, _)")
+    if name in _RESERVED_ENV:
+        raise ValueError(f"{name} is set by air for every attempt; remove it from env_variables")
+    return name
+
+
+def _env_value(value: Any) -> str:
+    return _no_nul(("true" if value else "false") if isinstance(value, bool) else str(value))
+
+
+def _param_name(key: str) -> str:
+    problem = key_problem(key)
+    if problem:
+        raise ValueError(f"parameter name {key!r} {problem} (MLflow refuses it)")
+    return key
+
+
+def _param_value(value: Any) -> Any:
+    text = _no_nul(str(value))
+    if len(text) > MAX_PARAM_VALUE_CHARS:
+        raise ValueError(f"the value is {len(text)} characters long; MLflow keeps at most {MAX_PARAM_VALUE_CHARS}")
+    return value
+
+
+Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+EnvName = Annotated[StrictStr, AfterValidator(_env_name)]
+EnvValue = Annotated[StrictStr | StrictInt | StrictFloat | bool, AfterValidator(_env_value)]
+ParamName = Annotated[StrictStr, AfterValidator(_param_name)]
+ParamValue = Annotated[StrictStr | StrictInt | StrictFloat | bool | None, AfterValidator(_param_value)]
 
 
 class _Strict(BaseModel):
@@ -29,49 +69,34 @@ class Compute(_Strict):
     """Accelerators the workload needs on one node."""
 
     num_accelerators: StrictInt = Field(1, ge=0, le=64)
-    accelerator_type: Optional[StrictStr] = Field(None, pattern=r"^GPU_(\d+x)?\S+$")
+    accelerator_type: StrictStr | None = Field(None, pattern=r"^GPU_(\d+x)?\S+$")
 
 
 class CodeSource(_Strict):
     """Where the command runs; `root_path` is relative to the YAML file."""
 
-    root_path: StrictStr = "."
+    root_path: Text = "."
 
 
 class Workload(_Strict):
     """One workload: a shell command, its compute, retries and MLflow settings."""
 
-    experiment_name: StrictStr = Field(min_length=1, max_length=250)
-    command: StrictStr = Field(min_length=1)
+    experiment_name: Text = Field(min_length=1, max_length=250)
+    command: Text = Field(min_length=1)
     compute: Compute = Field(default_factory=Compute)
-    env_variables: dict[StrictStr, Union[StrictStr, StrictInt, StrictFloat, bool]] = Field(default_factory=dict)
-    parameters: dict[StrictStr, Scalar] = Field(default_factory=dict)
+    env_variables: dict[EnvName, EnvValue] = Field(default_factory=dict)
+    parameters: dict[ParamName, ParamValue] = Field(default_factory=dict)
     max_retries: StrictInt = Field(0, ge=0, le=100)
-    timeout_minutes: Optional[Union[StrictInt, StrictFloat]] = Field(None, gt=0)
-    mlflow_run_name: Optional[StrictStr] = Field(None, min_length=1, max_length=250)
-    mlflow_artifact_location: Optional[StrictStr] = None
+    timeout_minutes: StrictInt | StrictFloat | None = Field(None, gt=0)
+    mlflow_run_name: Text | None = Field(None, min_length=1, max_length=250)
+    mlflow_artifact_location: Text | None = None
     code_source: CodeSource = Field(default_factory=CodeSource)
-
-    @field_validator("env_variables")
-    @classmethod
-    def _env_names(cls, value: dict[str, Any]) -> dict[str, str]:
-        for name in value:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid environment variable name (letters, digits, _)")
-            if name in _RESERVED_ENV:
-                raise ValueError(f"{name} is set by air for every attempt; remove it from env_variables")
-        return {k: _env_str(v) for k, v in value.items()}
 
     @property
     def run_name(self) -> str:
         """The MLflow run name of every attempt."""
         return self.mlflow_run_name or self.experiment_name
 
-
-def _env_str(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def field_names(path: tuple[str, ...]) -> list[str]:

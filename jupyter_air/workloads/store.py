@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from jupyter_air.home import private_dir, private_file
+
 ACTIVE = ("PENDING", "RUNNING")
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
 _SCHEMA = """
@@ -120,9 +122,8 @@ class JobStore:
     """Jobs and attempts in `<home>/jobs.db` (WAL mode, so readers never block the supervisors)."""
 
     def __init__(self, home: Path):
-        self.home = Path(home)
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.path = self.home / "jobs.db"
+        self.home = private_dir(Path(home))
+        self.path = private_file(self.home / "jobs.db")  # SQLite gives its -wal and -shm files the same mode
         db = sqlite3.connect(self.path, timeout=30)
         try:
             db.execute("PRAGMA busy_timeout=30000")
@@ -170,7 +171,7 @@ class JobStore:
                     now_ms(),
                 ),
             )
-        self.job_dir(job_run_id).mkdir(parents=True, exist_ok=True)
+        private_dir(self.job_dir(job_run_id))
         return self.get(job_run_id)
 
     def get(self, job_run_id: str) -> Optional[Job]:

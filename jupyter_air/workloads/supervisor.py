@@ -5,21 +5,19 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Optional
 
-from . import procs
-from .logs import MAX_LINE_BYTES, LogWriter, node_dir
+from jupyter_air import procs
+
+from .logs import node_dir
+from .node import NodeProcess
 from .store import Job, JobStore, now_ms
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
-#: Seconds between system-metrics samples of an attempt (a final sample is always logged at its end).
-SYSTEM_METRICS_INTERVAL_SECONDS = float(os.environ.get("AIR_SYSTEM_METRICS_INTERVAL_SECONDS", "10"))
 #: Seconds between checks for free GPUs while a job waits for its reservation.
 _GPU_WAIT_POLL_SECONDS = 2.0
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
@@ -30,18 +28,18 @@ class Outcome:
     """How one attempt ended, as a job status."""
 
     status: str
-    exit_code: Optional[int] = None
-    error: Optional[str] = None
+    exit_code: int | None = None
+    error: str | None = None
 
 
 class Supervisor:
     """Reserves GPUs, runs attempts until one succeeds or retries run out, honours cancel and timeout."""
 
-    def __init__(self, store: JobStore, job_run_id: str):
+    def __init__(self, store: JobStore, job_run_id: str, user_umask: int | None = None):
         self.store = store
         self.job_run_id = job_run_id
+        self.user_umask = user_umask
         self.cancel = threading.Event()
-        self.client = None
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -60,9 +58,8 @@ class Supervisor:
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
-        from jupyter_air.tracking.store import client, ensure_experiment
+        from jupyter_air.tracking.store import ensure_experiment
 
-        self.client = client()
         spec = job.workload
         experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"])
         self.store.update(self.job_run_id, experiment_id=experiment_id)
@@ -78,7 +75,7 @@ class Supervisor:
                 break
         return outcome
 
-    def _reserve(self, count: int) -> Optional[list[int]]:
+    def _reserve(self, count: int) -> list[int] | None:
         """GPU indexes held for the whole job; waits (PENDING) while other jobs hold them."""
         if count == 0:
             return []
@@ -96,10 +93,8 @@ class Supervisor:
         return None
 
     def _attempt(self, job: Job, experiment_id: str, attempt: int, gpus: list[int]) -> Outcome:
-        from mlflow.entities import Param
-
-        from jupyter_air.tracking.store import run_url, tracking_uri
-        from jupyter_air.tracking.system_metrics import SystemMetrics
+        from jupyter_air.tracking.lifecycle import ManagedRun
+        from jupyter_air.tracking.store import tracking_uri
 
         spec = job.workload
         tags = {
@@ -109,50 +104,35 @@ class Supervisor:
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
         }
-        run = self.client.create_run(experiment_id, run_name=spec["mlflow_run_name"], tags=tags)
-        run_id = run.info.run_id
-        params = [Param(str(k), str(v)) for k, v in spec["parameters"].items()]
-        if params:
-            self.client.log_batch(run_id, params=params)
-        self.store.start_attempt(self.job_run_id, attempt, run_id, run_url(experiment_id, run_id))
-        env = {
-            **os.environ,
-            "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
-            **spec["env_variables"],
-            "MLFLOW_TRACKING_URI": tracking_uri(),
-            "MLFLOW_EXPERIMENT_ID": experiment_id,
-            "MLFLOW_RUN_ID": run_id,
-            "AIR_JOB_RUN_ID": self.job_run_id,
-            "AIR_ATTEMPT": str(attempt),
-            "NODE_RANK": "0",
-            "NUM_NODES": "1",
-            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus),
-        }
-        directory = node_dir(self.store.job_dir(self.job_run_id), attempt, 0)
-        writer = LogWriter(directory)
-        proc = subprocess.Popen(
-            spec["command"],
-            shell=True,
-            cwd=spec["code_source"]["root_path"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        started = procs.start_time(proc.pid)
-        self.store.update_attempt(self.job_run_id, attempt, pid=proc.pid, pid_started=started)
-        if attempt == 0:
-            self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
-        pump = threading.Thread(target=_pump, args=(proc.stdout, writer), daemon=True)
-        pump.start()
-        with SystemMetrics(run_id, interval_seconds=SYSTEM_METRICS_INTERVAL_SECONDS):
-            outcome = self._wait(proc, started, spec.get("timeout_minutes"), attempt)
-            procs.stop_tree(proc.pid, started, grace_seconds=2)  # background children the command left
-        pump.join(10)
-        writer.close()
-        self.client.log_artifacts(run_id, str(directory), artifact_path=f"logs/attempt_{attempt}/node_0")
-        self.client.set_terminated(run_id, _MLFLOW_STATUS[outcome.status])
+        run = ManagedRun.create(experiment_id, run_name=spec["mlflow_run_name"], tags=tags, params=spec["parameters"])
+        with run.guard():  # from here on, any failure ends the run FAILED
+            run.describe()
+            self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)
+            env = {
+                **os.environ,
+                "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
+                **spec["env_variables"],
+                "MLFLOW_TRACKING_URI": tracking_uri(),
+                "MLFLOW_EXPERIMENT_ID": experiment_id,
+                "MLFLOW_RUN_ID": run.run_id,
+                "NODE_RANK": "0",
+                "NUM_NODES": "1",
+                "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus),
+            }
+            directory = node_dir(self.store.job_dir(self.job_run_id), attempt, 0)
+            node = NodeProcess(spec["command"], spec["code_source"]["root_path"], env, directory,
+                               attempt_marker(self.job_run_id, attempt), umask=self.user_umask)
+            node.start()
+            self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
+            if attempt == 0:
+                self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
+            run.start_system_metrics()
+            try:
+                outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
+            finally:
+                node.finish()  # background children the command left, then the rest of its output
+            run.upload(sorted(directory.iterdir()), f"logs/attempt_{attempt}/node_0")
+            run.end(_MLFLOW_STATUS[outcome.status], outcome.error)
         self.store.update_attempt(
             self.job_run_id,
             attempt,
@@ -163,19 +143,17 @@ class Supervisor:
         )
         return outcome
 
-    def _wait(self, proc: subprocess.Popen, started: Optional[float], timeout_minutes, attempt: int) -> Outcome:
+    def _wait(self, node: NodeProcess, timeout_minutes, attempt: int) -> Outcome:
         deadline = time.monotonic() + timeout_minutes * 60 if timeout_minutes else None
-        while True:
-            try:
-                code = proc.wait(timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                pass
+        while (code := node.wait(timeout=0.1)) is None:
             if self.cancel.is_set():
-                return Outcome("CANCELED", _stop(proc, started), f"attempt {attempt} canceled")
+                return Outcome("CANCELED", node.stop(), f"attempt {attempt} canceled")
+            if node.log_error:
+                return Outcome("FAILED", node.stop(), f"{node.log_error}; the workload was stopped")
             if deadline is not None and time.monotonic() > deadline:
-                code = _stop(proc, started)
-                return Outcome("TIMED_OUT", code, f"attempt {attempt} ran past timeout_minutes={timeout_minutes}")
+                return Outcome("TIMED_OUT", node.stop(), f"attempt {attempt} ran past timeout_minutes={timeout_minutes}")
+        if node.log_error:
+            return Outcome("FAILED", code, node.log_error)
         if code == 0:
             return Outcome("SUCCEEDED", 0)
         if code < 0:
@@ -187,33 +165,22 @@ class Supervisor:
         for attempt in job.attempts:
             if attempt.ended_ms is not None:
                 continue
-            if attempt.pid:
-                procs.stop_tree(attempt.pid, attempt.pid_started)
+            procs.stop_tree(attempt.pid, attempt.pid_started, marker=attempt_marker(self.job_run_id, attempt.attempt))
             self.store.update_attempt(
                 self.job_run_id, attempt.attempt, status="FAILED", ended_ms=now_ms(), error=outcome.error
             )
-            if self.client is not None and attempt.mlflow_run_id:
-                try:
-                    self.client.set_terminated(attempt.mlflow_run_id, "FAILED")
-                except Exception as exc:  # noqa: BLE001 - the store itself may be what failed
-                    log.warning("Could not end MLflow run %s: %s", attempt.mlflow_run_id, exc)
 
 
-def _stop(proc: subprocess.Popen, started: Optional[float]) -> Optional[int]:
-    """Stop the attempt's process tree; the command's exit status (negative: the signal that ended it)."""
-    codes = procs.stop_tree(proc.pid, started)
-    return codes.get(proc.pid, proc.poll())
-
-
-def _pump(stream, writer: LogWriter) -> None:
-    for line in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
-        writer.write(line)
-    stream.close()
+def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
+    """Environment every process of an attempt inherits: how its leftovers are found, daemons included."""
+    return {"AIR_JOB_RUN_ID": job_run_id, "AIR_ATTEMPT": str(attempt)}
 
 
 def main(argv: list[str]) -> None:
     """Entry point of the detached supervisor: `<python> -c ... JOB_RUN_ID` (see LocalExecutor)."""
-    from jupyter_air.tracking.store import air_home
+    from jupyter_air.home import air_home
 
+    user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
+    procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raise SystemExit(Supervisor(JobStore(air_home()), argv[0]).run())
+    raise SystemExit(Supervisor(JobStore(air_home()), argv[0], user_umask).run())

@@ -1,0 +1,120 @@
+"""One node of an attempt: the workload's command, the pump that writes its output, and stopping them both."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from jupyter_air import procs
+from jupyter_air.workloads.pump import FAILED, PUMP_ENV
+
+#: Seconds the pump may take to write what is left once every process of the workload is gone.
+_PUMP_DRAIN_SECONDS = 10.0
+
+
+class NodeProcess:
+    """The command in its own session, its output piped to a separate log pump process.
+
+    Every process it starts carries ``marker`` in its environment, so ``stop`` finds them all,
+    daemons that left the session included.
+    """
+
+    def __init__(self, command: str, cwd: str, env: Mapping[str, str], log_dir: Path, marker: Mapping[str, str],
+                 umask: int | None = None):
+        self.command = command
+        self.cwd = cwd
+        self.env = {**env, **marker}
+        self.log_dir = log_dir
+        self.marker = dict(marker)
+        self.umask = umask
+        self.proc: subprocess.Popen | None = None
+        self.started: float | None = None
+        self.tree = procs.ProcessTree(marker=marker)
+        self._pump: subprocess.Popen | None = None
+        self._log_error: str | None = None
+        self._reports: threading.Thread | None = None
+
+    def start(self) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            self._pump = subprocess.Popen(
+                [sys.executable, "-m", "jupyter_air.workloads.pump", str(self.log_dir)],
+                stdin=read_end, stdout=subprocess.PIPE,
+                env={**_without(os.environ, self.marker), **pump_marker(self.marker)},
+            )
+            self.proc = subprocess.Popen(
+                self.command, shell=True, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                stdout=write_end, stderr=write_end, start_new_session=True,
+                **({} if self.umask is None else {"umask": self.umask}),
+            )
+        finally:
+            os.close(read_end)
+            os.close(write_end)
+        self.started = procs.start_time(self.proc.pid)
+        self.tree.add_root(self.proc.pid, self.started)
+        self._reports = threading.Thread(target=self._read_reports, name="air-log-pump-reports", daemon=True)
+        self._reports.start()
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    @property
+    def log_error(self) -> str | None:
+        """``log write failed: <reason>`` once the pump could not write the output."""
+        return self._log_error
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
+        """Stop every process of the command; its exit status (negative: the signal that ended it)."""
+        codes = self.tree.stop(grace_seconds)
+        return codes.get(self.proc.pid, self.proc.poll())
+
+    def finish(self) -> None:
+        """Stop what the command left running, then let the pump write the rest of the output and exit."""
+        self.tree.stop(grace_seconds=2)
+        try:
+            self._pump.wait(timeout=_PUMP_DRAIN_SECONDS)
+        except subprocess.TimeoutExpired:  # a process we cannot stop holds the pipe: keep what was written
+            self._pump.kill()
+            self._pump.wait()
+        if self._reports is not None:
+            self._reports.join(timeout=5)
+
+    def _read_reports(self) -> None:
+        for line in self._pump.stdout:
+            text = line.decode("utf-8", "replace").strip()
+            if text.startswith(FAILED) and self._log_error is None:
+                self._log_error = text
+        self._pump.stdout.close()
+
+
+def pump_marker(marker: Mapping[str, str]) -> dict[str, str]:
+    """The environment entry that names the log pump of the node whose processes carry ``marker``."""
+    return {PUMP_ENV: ",".join(f"{k}={v}" for k, v in sorted(marker.items()))}
+
+
+def wait_for_pump(marker: Mapping[str, str], timeout: float = _PUMP_DRAIN_SECONDS) -> None:
+    """Wait until the log pump of a node whose supervisor is gone has written the rest and exited."""
+    import psutil
+
+    pumps = procs.ProcessTree(marker=pump_marker(marker)).scan()
+    _, alive = psutil.wait_procs(pumps, timeout=timeout)
+    for pump in alive:
+        pump.kill()
+
+
+def _without(env: Mapping[str, str], keys: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in keys}

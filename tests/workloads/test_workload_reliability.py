@@ -1,0 +1,193 @@
+"""Faults and other users: private state, a full disk, concurrent first runs, dead supervisors, stubborn daemons."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from workload_helpers import Air, write_workload
+
+from jupyter_air.cli import main
+
+NOBODY = 65534
+
+
+def embedded(home: Path) -> Air:
+    """An `Air` on a brand-new AIR_HOME with the embedded MLflow store (no MLFLOW_TRACKING_URI)."""
+    air = Air(home, tracking_uri="")
+    air.env.pop("MLFLOW_TRACKING_URI")
+    return air
+
+
+@pytest.fixture
+def shared_tmp():
+    """A temp folder other users may enter (pytest's own are root-only), so only AIR_HOME's mode protects it."""
+    folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_concurrent_first_runs_share_one_store_and_everything_is_owner_only(shared_tmp):
+    # Given a brand-new AIR_HOME and the embedded MLflow store, nothing created yet
+    air = embedded(shared_tmp / "air")
+    path = write_workload(shared_tmp, experiment_name="air-tests-first", command="echo first run",
+                          env_variables={"HF_TOKEN": "hf_secret"})
+
+    # When 5 `air run` start at once (each supervisor creates the store's tables if nobody has)
+    runs = [air.popen("run", "-f", str(path), "-o", "json") for _ in range(5)]
+    ids = [json.loads(r.communicate(timeout=120)[0])["job_run_id"] for r in runs]
+    jobs = [air.wait(job_id, timeout=180) for job_id in ids]
+
+    # Then every one succeeded, each its own MLflow run
+    assert [j["status"] for j in jobs] == ["SUCCEEDED"] * 5, [j["error"] for j in jobs]
+    assert len({j["mlflow_run_id"] for j in jobs}) == 5
+    # And AIR_HOME and everything in it is owner-only: folders 0700, files 0600
+    home = air.home
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    shared = [(str(p.relative_to(home)), oct(stat.S_IMODE(p.stat().st_mode)))
+              for p in [home, *home.rglob("*")] if stat.S_IMODE(p.stat().st_mode) & 0o077]
+    assert shared == []
+    assert {"jobs.db", "mlflow.db", "mlartifacts", "jobs"} <= {p.name for p in home.iterdir()}
+    air.assert_no_processes()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="reading as a second user needs root to switch users")
+def test_another_user_cannot_read_secrets_runs_or_logs(shared_tmp):
+    # Given a job whose environment holds a secret, in an AIR_HOME under a folder everyone may enter
+    air = embedded(shared_tmp / "air")
+    path = write_workload(shared_tmp, experiment_name="air-tests-private", command="echo hf_secret in the log",
+                          env_variables={"HF_TOKEN": "hf_secret"})
+    job = air.wait(air.submit(path), timeout=180)
+    assert job["status"] == "SUCCEEDED"
+    download = shared_tmp / "download"
+    air("logs", job["job_run_id"], "--download-to", str(download), check=True)
+
+    # When another user tries to read the job database, the MLflow store, the logs and the download
+    targets = [air.home / "jobs.db", air.home / "mlflow.db", *air.home.rglob("output.log"),
+               *download.rglob("output.log")]
+    results = [subprocess.run(["cat", str(t)], user=NOBODY, group=NOBODY, capture_output=True) for t in targets]
+
+    # Then every read is refused
+    assert len(targets) >= 5  # the job database, the store, the log, its MLflow artifact and the download
+    assert [(str(t), r.returncode) for t, r in zip(targets, results) if r.returncode == 0 or b"hf_secret" in r.stdout] == []
+    assert all(b"Permission denied" in r.stderr for r in results)
+
+
+def test_a_full_disk_fails_the_attempt_and_stops_the_workload(tmp_path):
+    # Given files limited to 4 MiB (as `ulimit -f`), and a workload printing 20 MB as fast as it can
+    air = embedded(tmp_path / "air")
+    limit = 4 << 20
+    flood = f"{sys.executable} -c \"import sys, time\nfor _ in range(20000): sys.stdout.write('x' * 999 + chr(10))\ntime.sleep(300)\""
+    path = write_workload(tmp_path, experiment_name="air-tests-disk-full", command=flood)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    submitted = subprocess.run([sys.executable, "-m", "jupyter_air.cli", "run", "-f", str(path), "-o", "json"],
+                               env=air.env, capture_output=True, text=True, preexec_fn=limited, timeout=60)
+    job_id = json.loads(submitted.stdout)["job_run_id"]
+
+    # When the log reaches the limit
+    job = air.wait(job_id, timeout=180)
+
+    # Then the attempt ends FAILED with the reason, instead of the workload hanging on a full pipe
+    assert job["status"] == "FAILED"
+    assert job["error"].startswith("log write failed: File too large"), job["error"]
+    assert job["attempts"][0]["status"] == "FAILED"
+    log = next(air.home.rglob("output.log"))
+    assert 0 < log.stat().st_size <= limit
+    air.assert_no_processes(timeout=5)
+
+
+def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_left_dying(tmp_path, tracking_uri,
+                                                                                           mlflow_client):
+    # Given a workload that prints a tick every 0.1 s and says so when it is asked to stop
+    air = Air(tmp_path / "air", tracking_uri)
+    ticking = "trap 'echo stopped by air; exit 143' TERM; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"
+    job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-orphan", command=ticking))
+    air.wait(job_id, lambda j: j["status"] == "RUNNING")
+    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor" in " ".join(p.cmdline()))
+
+    # When its supervisor is killed with SIGKILL and the workload goes on for a second
+    supervisor.send_signal(signal.SIGKILL)
+    psutil.wait_procs([supervisor], timeout=5)
+    killed_ms = time.time() * 1000
+    time.sleep(1)
+
+    # Then the next command fails the job; the workload's output after the kill was still written, and its
+    # last words after air stopped it too (its pipe never broke)
+    job = air.job(job_id)
+    assert job["status"] == "FAILED" and "is gone" in job["error"]
+    lines = [json.loads(x) for x in air("logs", job_id, "-o", "json", check=True).stdout.splitlines()]
+    assert sum(1 for x in lines if x["ts"] and x["ts"] > killed_ms and x["line"].startswith("tick")) >= 5
+    assert lines[-1]["line"] == "stopped by air"
+    # And the attempt's MLflow run is FAILED with the reason and the output kept as an artifact
+    run = mlflow_client.get_run(job["mlflow_run_id"])
+    assert run.info.status == "FAILED" and "is gone" in run.data.tags["air.error"]
+    artifacts = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs/attempt_0/node_0")]
+    assert "logs/attempt_0/node_0/output.log" in artifacts
+    air.assert_no_processes(timeout=5)
+
+
+def test_cancel_stops_a_detached_daemon_holding_the_output_and_keeps_the_logs(tmp_path, tracking_uri, mlflow_client):
+    # Given a workload that leaves a daemon in its own session, ignoring SIGTERM and writing to the output
+    air = Air(tmp_path / "air", tracking_uri)
+    daemon = "setsid sh -c 'trap \"\" TERM; while true; do echo daemon alive; sleep 0.2; done' & sleep 120"
+    job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-daemon", command=daemon))
+    air.wait(job_id, lambda j: j["status"] == "RUNNING")
+    time.sleep(1)
+
+    # When the job is canceled
+    (canceled,) = air.json("cancel", job_id)
+
+    # Then it is CANCELED, not one process is left (the daemon included), and the run has its logs
+    assert canceled["status"] == "CANCELED"
+    air.assert_no_processes(timeout=3)
+    run = mlflow_client.get_run(canceled["mlflow_run_id"])
+    assert run.info.status == "KILLED"
+    local = mlflow_client.download_artifacts(run.info.run_id, "logs/attempt_0/node_0/output.log", str(tmp_path))
+    assert "daemon alive" in Path(local).read_text()
+
+
+def test_a_progress_bar_redrawn_with_carriage_returns_is_one_line_with_one_timestamp(tmp_path, tracking_uri):
+    # Given a workload drawing a tqdm-style bar ("\r" between redraws) and then one more line
+    air = Air(tmp_path / "air", tracking_uri)
+    bar = "printf 'epoch 1: 10%%\\r'; sleep 0.3; printf 'epoch 1: 50%%\\r'; sleep 0.3; printf 'epoch 1: 100%%\\n'; echo done"
+    job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-bar", command=bar))
+
+    # When it is followed to its end and read again
+    followed = air("logs", job_id, "--follow", "-o", "json", check=True, timeout=60).stdout.splitlines()
+    read = air("logs", job_id, "-o", "json", check=True).stdout.splitlines()
+
+    # Then both see two lines, the bar's redraws inside the first, each with its own timestamp
+    for lines in (followed, read):
+        shown = [json.loads(x) for x in lines]
+        assert [x["line"] for x in shown] == ["epoch 1: 10%\repoch 1: 50%\repoch 1: 100%", "done"]
+        assert all(isinstance(x["ts"], int) for x in shown)
+
+
+def test_an_air_home_that_cannot_be_created_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    # Given AIR_HOME under a file, where no folder can be made
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "a-file" / "air"))
+
+    # When a command needs it
+    code = main(["list"])
+
+    # Then it exits 2 with what, where and how to fix it, and no traceback
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"AIR_HOME={tmp_path / 'a-file' / 'air'} cannot be created" in err and "export AIR_HOME=" in err
+    assert "Traceback" not in err

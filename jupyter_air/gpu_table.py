@@ -13,20 +13,17 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def gpu_table(kind: str = "auto") -> str:
+def gpu_table(kind: str | None = None) -> str:
     """One row per GPU (utilisation, memory, temperature, power, processes), or why there is none."""
     from rich.console import Console
     from rich.table import Table
 
-    from jupyter_air.gpu.sources import open_source
+    from jupyter_air.gpu.sources import opened
 
-    source = open_source(kind)
-    try:
+    with opened(kind) as source:
         if not source.available:
             return f"No GPU on this node: {source.reason or 'no GPU source could be opened'}"
         reading = source.read()
-    finally:
-        source.close()
     title = f"GPUs on this node (source: {source.name}{', NOT real hardware' if source.name == 'simulated' else ''})"
     table = Table(title=title)
     for column in ("GPU", "Name", "Util %", "Memory used / total GiB", "Temp °C", "Power W", "Processes", "Error"):
@@ -42,7 +39,7 @@ def gpu_table(kind: str = "auto") -> str:
             _num(reading.temperature_celsius[i]),
             _num(reading.power_watts[i], "{:.1f}"),
             ", ".join(f"{p.pid} {p.name or ''} ({_gib(p.used_memory_bytes)} GiB)".strip() for p in procs) or "-",
-            reading.errors[i] or device.error or "",
+            reading.errors[i] or "",
         )
     out = io.StringIO()
     Console(file=out, width=140, force_terminal=False, color_system=None).print(table)

@@ -8,11 +8,11 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler
 
 from . import __version__
-from .gpu.service import BadRequest, GpuService, parse_since
+from .gpu.service import GpuService
 
 
 class BaseHandler(APIHandler):
-    """Turns the model's errors into HTTP errors in one place."""
+    """Parses query arguments and answers errors as ``{"message": ...}`` JSON, in one place."""
 
     @property
     def gpu(self) -> GpuService:
@@ -20,14 +20,30 @@ class BaseHandler(APIHandler):
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, BadRequest):
-            self.set_status(400)
-            self.finish(json.dumps({"message": str(exc)}))
+        if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": exc.log_message % exc.args, "reason": exc.reason}))
             return
         super().write_error(status_code, **kwargs)
 
+    def epoch_ms_argument(self, name: str) -> int | None:
+        """Query argument ``name`` as epoch milliseconds, None when absent; 400 with how to fix it otherwise."""
+        value = self.get_query_argument(name, None)
+        if value is None or value == "":
+            return None
+        try:
+            parsed = int(value)
+        except ValueError:
+            parsed = -1
+        if parsed < 0:
+            raise tornado.web.HTTPError(
+                400, "Query parameter %r must be a non-negative integer epoch time in milliseconds "
+                "(e.g. %s=1764420000000), got %r.", name, name, value[:100],
+            )
+        return parsed
+
     def since(self) -> int | None:
-        return parse_since(self.get_query_argument("since", None))
+        return self.epoch_ms_argument("since")
 
 
 class GpuHandler(BaseHandler):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -10,6 +11,20 @@ import pytest
 from fake_pynvml import FakeGpu, FakeNvml
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture(autouse=True)
+def restore_gpu_source_environment():
+    """A Jupyter server exports its GPU source to its kernels through the environment: undo that per test."""
+    from jupyter_air.gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV
+
+    saved = {name: os.environ.get(name) for name in (SOURCE_ENV, SIMULATED_GPUS_ENV)}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture

@@ -47,6 +47,7 @@ class FakeNvml(types.ModuleType):
         self.init_error = init_error
         self.calls: Counter = Counter()
         self.delay_seconds = 0.0
+        self.read_error: Exception | None = None  # raised by every utilization read: a broken binding, not NVML
         self.gate = threading.Event()
         self.gate.set()
 
@@ -97,6 +98,8 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetUtilizationRates(self, handle):
         self._call("nvmlDeviceGetUtilizationRates")
+        if self.read_error is not None:
+            raise self.read_error
         gpu = self._gpu(handle)
         gpu.reads += 1
         return types.SimpleNamespace(gpu=gpu.utilization_percent, memory=0)

@@ -48,7 +48,7 @@ async def test_since_returns_only_newer_samples(gpu, jp_serverapp):
     first = await gpu()
     newest = first["timestamps_ms"][-1]
     # When the panel polls with since=<newest>, after more samples were taken
-    await eventually(lambda: len(_sampler(jp_serverapp).history) > len(first["timestamps_ms"]))
+    await eventually(lambda: len(_sampler(jp_serverapp)) > len(first["timestamps_ms"]))
     seen = (await gpu(since=newest))["timestamps_ms"]
     assert seen
     # Then it gets only samples after <newest>, with series of matching length
@@ -85,18 +85,18 @@ async def test_idle_stop_makes_no_nvml_calls_then_resumes(gpu, fake_nvml, jp_ser
     await eventually(lambda: not sampler.sampling)
     # When time passes with no request
     calls = fake_nvml.total_calls()
-    before = len(sampler.history)
+    before = len(sampler)
     await _sleep(0.5)
     # Then NVML is not called at all
     assert fake_nvml.total_calls() == calls
-    assert len(sampler.history) == before
+    assert len(sampler) == before
     # When the panel asks again
     payload = await gpu()
     # Then sampling resumed and the answer already holds a fresh sample
     assert payload["sampling"] is True
     assert len(payload["timestamps_ms"]) == before + 1
     assert fake_nvml.total_calls() > calls
-    await eventually(lambda: len(sampler.history) >= before + 3)
+    await eventually(lambda: len(sampler) >= before + 3)
 
 
 async def test_refresh_takes_a_sample_now(gpu, jp_serverapp, fake_nvml):
@@ -120,13 +120,15 @@ async def test_refresh_with_since_answers_only_new_samples(gpu):
     assert refreshed["timestamps_ms"][0] > first["timestamps_ms"][-1]
 
 
-@pytest.mark.parametrize("since", ["abc", "1.5", "-3"])
-async def test_malformed_since_is_a_400_with_a_message(jp_fetch, since):
+@pytest.mark.parametrize("since", ["abc", "1.5", "-3", "%s%d"])
+async def test_malformed_since_is_a_400_with_a_message_and_no_traceback(jp_fetch, since, caplog):
+    caplog.set_level(logging.DEBUG)
     with pytest.raises(HTTPClientError) as err:
         await jp_fetch("jupyter-air", "gpu", params={"since": since})
     assert err.value.code == 400
     message = json.loads(err.value.response.body)["message"]
-    assert "since" in message and "milliseconds" in message or "negative" in message
+    assert "'since' must be a non-negative integer epoch time in milliseconds" in message and repr(since) in message
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
 
 
 async def test_version_route(jp_fetch):
@@ -211,6 +213,33 @@ async def test_environment_variable_selects_the_labelled_simulated_source(gpu):
     assert payload["source"] == "simulated" and payload["available"] is True
     assert len(payload["devices"]) == 2
     assert all("Simulated" in d["name"] for d in payload["devices"])
+
+
+async def test_a_source_failing_on_every_read_is_unavailable_not_an_error(gpu, fake_nvml, jp_serverapp, caplog):
+    # Given a working server, then a GPU binding that raises on every read, for many sampling intervals
+    caplog.set_level(logging.INFO)
+    await gpu()
+    fake_nvml.read_error = RuntimeError("binding crashed")
+    calls = fake_nvml.calls["nvmlDeviceGetUtilizationRates"]
+    await eventually(lambda: fake_nvml.calls["nvmlDeviceGetUtilizationRates"] >= calls + 20)
+
+    # When the panel asks
+    payload = await gpu()
+
+    # Then it gets 200 with the GPUs unavailable and why, the host still sampled
+    assert payload["available"] is False
+    assert "RuntimeError: binding crashed" in payload["reason"] and "Refresh" in payload["reason"]
+    assert payload["gpus"]["utilization_percent"][0][-1] is None and payload["host"]["cpu_percent"][-1] is not None
+    # And the traceback was logged once, then a count, not once per interval
+    tracebacks = [r for r in caplog.records if r.exc_info and r.name.startswith("jupyter_air")]
+    assert len(tracebacks) == 1
+    assert any("failed 10 reads in a row" in r.getMessage() for r in caplog.records)
+
+    # When the binding works again, Then so do the answers
+    fake_nvml.read_error = None
+    await eventually(lambda: _sampler(jp_serverapp).snapshot().available)
+    payload = await gpu()
+    assert payload["available"] is True and payload["reason"] is None
 
 
 def _sampler(serverapp):

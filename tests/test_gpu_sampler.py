@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from traitlets import TraitError
 
@@ -10,6 +12,7 @@ from jupyter_air.extension import JupyterAir
 from jupyter_air.gpu.history import History
 from jupyter_air.gpu.host import HostReading
 from jupyter_air.gpu.nvml import NvmlSource
+from jupyter_air.gpu.sampler import Sampler
 from jupyter_air.gpu.sources import open_source
 from jupyter_air.gpu.types import Reading
 
@@ -17,10 +20,30 @@ from jupyter_air.gpu.types import Reading
 def test_history_keeps_timestamps_strictly_increasing():
     history = History(3)
     host = HostReading(1.0, 2, 3)
-    stamps = [history.append(1000, Reading.empty(1), host) for _ in range(5)]
+    stamps = [history.append(1000, Reading.empty(1), host).timestamp_ms for _ in range(5)]
     assert stamps == [1000, 1001, 1002, 1003, 1004]
-    assert history.since(None, 1)["timestamps_ms"] == [1002, 1003, 1004]
-    assert history.since(1002, 1)["timestamps_ms"] == [1003, 1004]
+    assert [s.timestamp_ms for s in history.since(None)] == [1002, 1003, 1004]
+    assert [s.timestamp_ms for s in history.since(1002)] == [1003, 1004]
+    assert history.latest().timestamp_ms == 1004
+
+
+def test_every_snapshot_is_one_instant_even_while_sampling():
+    # Given a sampler taking samples as fast as it can on another thread
+    sampler = Sampler(lambda: open_source("simulated", 2), interval_seconds=0.0001, history_seconds=0.01,
+                      idle_timeout_seconds=60)
+    sampler.start()
+    try:
+        # When snapshots are taken meanwhile, for half a second
+        snaps, deadline = [], time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            snaps.append(sampler.snapshot())
+    finally:
+        sampler.stop()
+    # Then each one's newest sample is the one its processes and host totals come from
+    full = [s for s in snaps if s.samples]
+    assert len(full) > 100
+    assert all(s.samples[-1] is s.latest for s in full)
+    assert all(len(s.devices) == 2 and s.source == "simulated" for s in full)
 
 
 def test_unknown_source_is_a_clear_error():

@@ -101,14 +101,13 @@ class NvmlSource:
                 continue
             try:
                 self._read_device(index, handle, reading)
-                self.devices[index].error = None
             except self._nvml.NVMLError as err:
                 message = f"GPU {index} failed: {_error_text(err)}"
                 self._log_once(("read", index, type(err).__name__), "%s", message)
                 for values in (reading.utilization_percent, reading.memory_used_bytes, reading.memory_total_bytes,
                                reading.temperature_celsius, reading.power_watts):
                     values[index] = None
-                reading.errors[index] = self.devices[index].error = message
+                reading.errors[index] = message
                 reading.processes = [p for p in reading.processes if p.gpu_index != index]
         return reading
 

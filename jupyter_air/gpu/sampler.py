@@ -2,6 +2,7 @@
 
 Sampling stops after ``idle_timeout_seconds`` without a request (``touch``) and resumes on the next one.
 Every source call (NVML included) runs on the sampler thread or an executor thread, never on the event loop.
+Readers get an immutable :class:`Snapshot` taken under the one lock that also guards every append.
 """
 
 from __future__ import annotations
@@ -12,25 +13,52 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from .history import History
+from .history import History, Sample
 from .host import read_host
+from .types import DeviceInfo, GpuSource, Reading
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one answer needs, consistent with itself: the source's state and the samples since a time."""
+
+    source: str | None
+    available: bool
+    reason: str | None
+    sampling: bool
+    devices: tuple[DeviceInfo, ...]
+    samples: tuple[Sample, ...]
+    #: The newest sample, even when none is newer than ``since`` (processes, host memory, device errors).
+    latest: Sample | None
+
+
+@dataclass(frozen=True)
+class _SourceState:
+    name: str | None = None
+    available: bool = False
+    reason: str | None = None
+    devices: tuple[DeviceInfo, ...] = ()
 
 
 class Sampler:
     """Samples ``open_source()`` every ``interval_seconds`` while someone is looking."""
 
-    def __init__(self, open_source: Callable, interval_seconds: float, history_seconds: float,
+    def __init__(self, open_source: Callable[[], GpuSource], interval_seconds: float, history_seconds: float,
                  idle_timeout_seconds: float):
         self.interval_seconds = interval_seconds
         self.history_seconds = history_seconds
         self.idle_timeout_seconds = idle_timeout_seconds
-        self.history = History(max(1, round(history_seconds / interval_seconds)))
-        self.source = None
+        self._history = History(max(1, round(history_seconds / interval_seconds)))
+        self._state = _SourceState()
+        self._lock = threading.Lock()  # guards the history and the source state read by snapshots
+        self._source: GpuSource | None = None
         self._open_source = open_source
-        self._read_lock = threading.Lock()
+        self._read_lock = threading.Lock()  # one source call at a time
+        self._failures = 0
         self._wake = threading.Event()
         self._closing = threading.Event()
         self._sampling = True
@@ -44,6 +72,10 @@ class Sampler:
     def sampling(self) -> bool:
         return self._sampling
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._history)
+
     def start(self) -> None:
         self._thread.start()
 
@@ -55,30 +87,63 @@ class Sampler:
             self._thread.join(timeout)
         self._executor.shutdown(wait=False, cancel_futures=True)
         with self._read_lock:
-            if self.source is not None:
-                self.source.close()
+            if self._source is not None:
+                self._source.close()
 
     def touch(self) -> None:
         """Note a request to the GPU routes: it keeps sampling alive."""
         self._last_request = time.monotonic()
 
+    def snapshot(self, since_ms: int | None = None) -> Snapshot:
+        """The source's state and the samples newer than ``since_ms``, all taken at one instant."""
+        with self._lock:
+            state = self._state
+            return Snapshot(state.name, state.available, state.reason, self._sampling, state.devices,
+                            self._history.since(since_ms), self._history.latest())
+
     def sample_now(self) -> None:
-        """Take one sample (opening the source on first use) and mark sampling as running."""
+        """Take one sample (opening the source on first use) and mark sampling as running.
+
+        A source that fails keeps sampling going: the sample holds no GPU values, and the state says
+        why until a read succeeds again (the first traceback is logged, then a count now and then).
+        """
         with self._read_lock:
             if self._closing.is_set():
                 return
-            if self.source is None:
-                self.source = self._open_source()
-            reading = self.source.read()
+            try:
+                if self._source is None:
+                    self._source = self._open_source()
+                source = self._source
+                reading, state = source.read(), _state_of(source)
+                if self._failures:
+                    log.info("GPU source %r works again after %d failed reads.", source.name, self._failures)
+                self._failures = 0
+            except Exception as exc:  # noqa: BLE001 - any source failure becomes a reason in the answer
+                reading, state = self._failed(exc)
             host = read_host()
-            self.history.append(int(time.time() * 1000), reading, host)
-            self._last_sample = time.monotonic()
-            self._sampling = True
+            with self._lock:
+                self._history.append(int(time.time() * 1000), reading, host)
+                self._state = state
+                self._last_sample = time.monotonic()
+                self._sampling = True
         self._wake.set()
+
+    def _failed(self, exc: Exception) -> tuple[Reading, _SourceState]:
+        self._failures += 1
+        name = self._source.name if self._source is not None else None
+        if self._failures == 1:
+            log.exception("GPU source %r failed; the GPU routes report it as unavailable until it recovers.", name)
+        elif self._failures in (10, 100) or self._failures % 1000 == 0:
+            log.warning("GPU source %r has failed %d reads in a row: %s", name, self._failures, exc)
+        devices = self._state.devices
+        reason = (f"The GPU source {name or 'setup'} failed on its last {self._failures} read(s): "
+                  f"{type(exc).__name__}: {exc}. Sampling goes on every {self.interval_seconds:g} s; "
+                  "Refresh retries at once.")
+        return Reading.empty(len(devices)), _SourceState(name, False, reason, devices)
 
     async def ensure_fresh(self) -> None:
         """When sampling has stopped (or never ran), take a sample now, off the event loop, and resume."""
-        if self._sampling and len(self.history):
+        if self._sampling and len(self):
             return
         await self.refresh()
 
@@ -102,12 +167,12 @@ class Sampler:
                 self._sampling = False
                 log.info("GPU sampling paused: no request for %s s.", self.idle_timeout_seconds)
                 continue
-            try:
-                self.sample_now()
-            except Exception:  # noqa: BLE001 - a failing source must never stop the sampler; logged with traceback
-                log.exception("GPU sample failed; retrying in %s s.", self.interval_seconds)
-                self._last_sample = time.monotonic()
+            self.sample_now()
 
     def _wait(self, timeout: float | None) -> None:
         self._wake.wait(timeout)
         self._wake.clear()
+
+
+def _state_of(source: GpuSource) -> _SourceState:
+    return _SourceState(source.name, bool(source.available), source.reason, tuple(source.devices))

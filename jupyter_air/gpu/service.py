@@ -1,35 +1,16 @@
-"""The GPU model behind the REST API: the shared sampler, its payload and kernel attribution (no HTTP here)."""
+"""The GPU model behind the REST API: one snapshot of the shared sampler per answer, shaped as JSON (no HTTP here)."""
 
 from __future__ import annotations
 
 import socket
 
 from .attribution import attribute
-from .sampler import Sampler
-
-
-class BadRequest(ValueError):
-    """A request parameter is malformed; the message says which and how to fix it."""
-
-
-def parse_since(value: str | None) -> int | None:
-    """``since`` as epoch milliseconds, or ``None`` when absent."""
-    if value is None or value == "":
-        return None
-    try:
-        since = int(value)
-    except ValueError:
-        raise BadRequest(
-            f"Query parameter 'since' must be an integer epoch time in milliseconds (e.g. since=1764420000000), "
-            f"got {value!r}."
-        ) from None
-    if since < 0:
-        raise BadRequest(f"Query parameter 'since' must not be negative, got {since}.")
-    return since
+from .sampler import Sampler, Snapshot
+from .types import SERIES_METRICS
 
 
 class GpuService:
-    """Answers GPU queries from the sampler's history; never calls NVML on the caller's thread."""
+    """Answers GPU queries from the sampler's snapshots; never calls NVML on the caller's thread."""
 
     def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None):
         self.sampler = sampler
@@ -41,34 +22,40 @@ class GpuService:
         """The payload of ``GET /jupyter-air/gpu``; resumes a stopped sampler with a fresh sample first."""
         self.sampler.touch()
         await self.sampler.ensure_fresh()
-        return await self._payload(since)
+        return await self._payload(self.sampler.snapshot(since))
 
     async def refresh(self, since: int | None = None) -> dict:
         """Take a sample now (resuming sampling), then answer like ``snapshot``."""
         self.sampler.touch()
         await self.sampler.refresh()
-        return await self._payload(since)
+        return await self._payload(self.sampler.snapshot(since))
 
-    async def _payload(self, since: int | None) -> dict:
-        sampler = self.sampler
-        source = sampler.source
-        devices = [d.to_json() for d in source.devices] if source is not None else []
-        series = sampler.history.since(since, len(devices))
-        reading, host = sampler.history.latest()
-        processes = await self._processes(reading.processes) if reading is not None else []
-        series["host"]["memory_total_bytes"] = host.memory_total_bytes if host is not None else None
+    async def _payload(self, snap: Snapshot) -> dict:
+        latest = snap.latest
+        count = len(snap.devices)
+        errors = latest.reading.errors if latest is not None else []
         return {
             "node": self.node,
-            "source": source.name if source is not None else None,
-            "available": bool(source is not None and source.available),
-            "reason": source.reason if source is not None else None,
-            "sampling": sampler.sampling,
-            "interval_seconds": sampler.interval_seconds,
-            "history_seconds": sampler.history_seconds,
-            "idle_timeout_seconds": sampler.idle_timeout_seconds,
-            "devices": devices,
-            **series,
-            "processes": processes,
+            "source": snap.source,
+            "available": snap.available,
+            "reason": snap.reason,
+            "sampling": snap.sampling,
+            "interval_seconds": self.sampler.interval_seconds,
+            "history_seconds": self.sampler.history_seconds,
+            "idle_timeout_seconds": self.sampler.idle_timeout_seconds,
+            "devices": [
+                {"index": d.index, "uuid": d.uuid, "name": d.name, "memory_total_bytes": d.memory_total_bytes,
+                 "error": (errors[i] if i < len(errors) else None) or d.error}
+                for i, d in enumerate(snap.devices)
+            ],
+            "timestamps_ms": [s.timestamp_ms for s in snap.samples],
+            "gpus": {metric: _columns(snap, metric, count) for metric in SERIES_METRICS},
+            "host": {
+                "cpu_percent": [s.host.cpu_percent for s in snap.samples],
+                "memory_used_bytes": [s.host.memory_used_bytes for s in snap.samples],
+                "memory_total_bytes": latest.host.memory_total_bytes if latest is not None else None,
+            },
+            "processes": await self._processes(latest.reading.processes) if latest is not None else [],
         }
 
     async def _processes(self, processes) -> list[dict]:
@@ -84,3 +71,13 @@ class GpuService:
             for session in await self.session_manager.list_sessions():
                 kernel_paths[session["kernel"]["id"]] = session.get("path")
         return attribute(processes, kernel_pids, kernel_paths)
+
+
+def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:
+    """``[gpu][sample]`` values of one metric; ``None`` where a sample has no value for that GPU."""
+    columns: list[list] = [[] for _ in range(count)]
+    for sample in snap.samples:
+        values = getattr(sample.reading, metric)
+        for i in range(count):
+            columns[i].append(values[i] if i < len(values) else None)
+    return columns

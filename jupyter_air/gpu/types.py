@@ -1,22 +1,17 @@
-"""Plain data types shared by every GPU source."""
+"""Plain data types shared by every GPU source, and the contract a source fulfils."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
-#: Per-GPU metrics, in the order they appear in the REST payload.
-GPU_METRICS = (
-    "utilization_percent",
-    "memory_used_bytes",
-    "memory_total_bytes",
-    "temperature_celsius",
-    "power_watts",
-)
+#: Per-GPU time series of a reading, in the order they appear in the REST payload.
+SERIES_METRICS = ("utilization_percent", "memory_used_bytes", "temperature_celsius", "power_watts")
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeviceInfo:
-    """One GPU as seen when the source opened; ``error`` is the latest failure, if any."""
+    """One GPU as seen when the source opened; ``error`` says why it could not be opened, if so."""
 
     index: int
     uuid: str | None
@@ -24,17 +19,8 @@ class DeviceInfo:
     memory_total_bytes: int | None
     error: str | None = None
 
-    def to_json(self) -> dict:
-        return {
-            "index": self.index,
-            "uuid": self.uuid,
-            "name": self.name,
-            "memory_total_bytes": self.memory_total_bytes,
-            "error": self.error,
-        }
 
-
-@dataclass
+@dataclass(frozen=True)
 class GpuProcess:
     """A compute process holding memory on one GPU."""
 
@@ -46,7 +32,11 @@ class GpuProcess:
 
 @dataclass
 class Reading:
-    """One sample of every GPU: each list is indexed by GPU, ``None`` where the device cannot report."""
+    """One sample of every GPU: each list is indexed by GPU, ``None`` where the device cannot report.
+
+    ``errors[i]`` says why GPU ``i`` gave no values in this sample (lost, not opened), else ``None``.
+    A source builds a new reading per sample and never changes it once returned.
+    """
 
     utilization_percent: list[float | None] = field(default_factory=list)
     memory_used_bytes: list[int | None] = field(default_factory=list)
@@ -59,10 +49,22 @@ class Reading:
     @classmethod
     def empty(cls, count: int) -> Reading:
         """A reading of ``count`` GPUs with every value unknown."""
-        return cls(*([None] * count for _ in range(len(GPU_METRICS) + 1)))
+        return cls(*([None] * count for _ in range(6)))
 
-    def metric(self, name: str) -> list:
-        return getattr(self, name)
+
+class GpuSource(Protocol):
+    """What the sampler, ``%air_gpu``, the CLI and system metrics need from a source of GPU figures."""
+
+    name: str
+    available: bool
+    reason: str | None
+    devices: list[DeviceInfo]
+
+    def read(self) -> Reading:
+        """One sample of every device (NVML calls and the like: never on an event loop)."""
+
+    def close(self) -> None:
+        """Release the source (NVML shutdown)."""
 
 
 class GpuUnavailable(Exception):

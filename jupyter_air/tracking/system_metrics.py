@@ -47,10 +47,10 @@ class GpuMetrics:
 
 
 def _open_gpu_source():
-    """The NVML source, or None when this node has no usable GPU."""
+    """The configured GPU source (the same as the GPU panel's), or None when this node has no usable GPU."""
     from jupyter_air.gpu.sources import open_source
 
-    source = open_source("nvml")
+    source = open_source()
     if source.available:
         return source
     log.info("No GPU metrics for this run: %s", source.reason)
@@ -112,6 +112,8 @@ class SystemMetrics:
             self._gpu_source = _open_gpu_source()
         if self._gpu_source is not None:
             self._monitors.append(GpuMetrics(self._gpu_source))
+            # Label where GPU figures came from: simulated ones must never pass for real hardware.
+            self._client.set_tag(self.run_id, "air.gpu_source", self._gpu_source.name)
         self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
         for monitor in self._monitors:
             monitor.clear_metrics()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 _TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
 
@@ -14,7 +13,7 @@ class NodeGpus:
     """Usable GPUs of this node (index, name); `reason` says why there are none."""
 
     gpus: list[tuple[int, str]]
-    reason: Optional[str]
+    reason: str | None
 
     @property
     def indexes(self) -> list[int]:
@@ -22,18 +21,16 @@ class NodeGpus:
 
 
 def node_gpus() -> NodeGpus:
-    """Real GPUs only (NVML through jupyter_air.gpu); a device NVML cannot open is not offered."""
-    from jupyter_air.gpu.sources import open_source
+    """This node's GPUs from the one configured source (NVML, or the labelled simulated GPUs of a demo);
+    a device that cannot be opened is not offered."""
+    from jupyter_air.gpu.sources import opened
 
-    source = open_source("auto")
-    try:
+    with opened() as source:
         usable = [(d.index, d.name or "") for d in source.devices if d.error is None]
         return NodeGpus(usable, None if usable else (source.reason or "no usable GPU"))
-    finally:
-        source.close()
 
 
-def check_compute(num_accelerators: int, accelerator_type: Optional[str], node: NodeGpus) -> Optional[str]:
+def check_compute(num_accelerators: int, accelerator_type: str | None, node: NodeGpus) -> str | None:
     """Why this node can never run the workload's compute request, or None when it can."""
     if num_accelerators > len(node.gpus):
         have = f"{len(node.gpus)}" if node.gpus else f"none ({node.reason})"

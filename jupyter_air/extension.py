@@ -10,10 +10,8 @@ from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
-from .gpu.sources import SOURCE_KINDS, open_source
+from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from .routes import handlers
-
-SOURCE_ENV = "JUPYTER_AIR_GPU_SOURCE"
 
 
 class JupyterAir(ExtensionApp):
@@ -52,6 +50,13 @@ class JupyterAir(ExtensionApp):
              "MLflow UI does not need it.",
     )
 
+    job_check_interval_seconds = Float(
+        5.0, config=True,
+        help="Seconds between two checks that the supervisors of running `air` jobs under AIR_HOME are alive; "
+             "a job whose supervisor died (killed, out of memory) is marked FAILED, its workload stopped and its "
+             "MLflow run ended within this time. 0 turns the check off (the next `air` command still does it).",
+    )
+
     @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")
     def _positive(self, proposal):
         if proposal["value"] <= 0:
@@ -73,14 +78,16 @@ class JupyterAir(ExtensionApp):
         return proposal["value"]
 
     def _source_kind(self) -> str:
-        kind = os.environ.get(SOURCE_ENV) or self.gpu_source
-        if kind not in SOURCE_KINDS:
-            self.log.error("%s=%r is not one of %s; using 'none'.", SOURCE_ENV, kind, ", ".join(SOURCE_KINDS))
+        try:
+            return source_kind(self.gpu_source)
+        except ValueError as err:
+            self.log.error("%s Using 'none'.", err)
             return "none"
-        return kind
 
     def initialize_settings(self) -> None:
-        kind, count = self._source_kind(), self.simulated_gpus
+        kind, count = self._source_kind(), simulated_gpus(self.simulated_gpus)
+        # Kernels and terminals started by this server inherit its choice: one source everywhere.
+        os.environ[SOURCE_ENV], os.environ[SIMULATED_GPUS_ENV] = kind, str(count)
         self.sampler = Sampler(
             lambda: open_source(kind, count),
             interval_seconds=self.sample_interval_seconds,
@@ -90,7 +97,38 @@ class JupyterAir(ExtensionApp):
         service = GpuService(self.sampler, self.serverapp.kernel_manager, self.serverapp.session_manager)
         self.settings["jupyter_air_gpu"] = service
         self.sampler.start()
+        self._start_job_checks()
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
+
+    def _start_job_checks(self) -> None:
+        """Mark jobs whose supervisor died FAILED within seconds, even when no `air` command runs."""
+        if self.job_check_interval_seconds <= 0:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        from tornado.ioloop import PeriodicCallback
+
+        from .home import air_home_path
+        from .workloads.control import reap_if_any
+
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
+        running = []
+
+        def check() -> None:
+            if running and not running[-1].done():
+                return  # the previous check (stopping a workload, uploading its logs) is still at work
+            running[:] = [executor.submit(self._reap, reap_if_any, air_home_path())]
+
+        self._job_checks = PeriodicCallback(check, self.job_check_interval_seconds * 1000)
+        self._job_checks.start()
+        self._job_executor = executor
+
+    def _reap(self, reap_if_any, home) -> None:
+        try:
+            for job_run_id in reap_if_any(home):
+                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
+        except Exception:  # noqa: BLE001 - a broken job database must not stop the checks
+            self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
 
     def initialize_handlers(self) -> None:
         from .tracking.proxy import socket_path
@@ -101,4 +139,7 @@ class JupyterAir(ExtensionApp):
 
     async def stop_extension(self) -> None:
         self.sampler.stop()
+        if getattr(self, "_job_checks", None) is not None:
+            self._job_checks.stop()
+            self._job_executor.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.mlflow_socket.parent, ignore_errors=True)

@@ -21,10 +21,15 @@ class AirHomeError(OSError):
     """``AIR_HOME`` cannot be created or used; the message says which folder and how to fix it."""
 
 
+def air_home_path(environ: Mapping[str, str] | None = None) -> pathlib.Path:
+    """Where ``AIR_HOME`` is (``$AIR_HOME`` or ``~/.jupyter_air``), without creating it."""
+    env = os.environ if environ is None else environ
+    return pathlib.Path(env.get("AIR_HOME") or "~/.jupyter_air").expanduser().resolve()
+
+
 def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:
     """``$AIR_HOME`` or ``~/.jupyter_air``, created owner-only if missing (a shared one is warned about once)."""
-    env = os.environ if environ is None else environ
-    home = pathlib.Path(env.get("AIR_HOME") or "~/.jupyter_air").expanduser().resolve()
+    home = air_home_path(environ)
     try:
         private_dir(home)
     except OSError as exc:

@@ -68,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     store = _store()
     executor = executor_for("local")
-    job = store.create_job(spec, str(resolved.source), getpass.getuser(), executor.name)
+    from jupyter_air.tracking.store import tracking_uri
+
+    job = store.create_job(spec, str(resolved.source), getpass.getuser(), executor.name, tracking_uri())
     executor.submit(store, job)
     job = store.get(job.job_run_id)
     if args.output == "json":

@@ -122,11 +122,12 @@ class ManagedRun:
         return cls(mlflow_client, run_id, run.info.experiment_id, run_name or run.info.run_name)
 
     @classmethod
-    def adopt(cls, run_id: str) -> ManagedRun:
-        """The run ``run_id``, to end it for a process that can no longer (a supervisor found dead)."""
+    def adopt(cls, run_id: str, tracking_uri: str | None = None) -> ManagedRun:
+        """The run ``run_id`` (in ``tracking_uri``, default this process's store), to end it for a process
+        that can no longer (a supervisor found dead)."""
         from jupyter_air.tracking.store import client
 
-        mlflow_client = client()
+        mlflow_client = client(tracking_uri)
         run = mlflow_client.get_run(run_id)
         return cls(mlflow_client, run_id, run.info.experiment_id, run.info.run_name)
 

@@ -77,11 +77,11 @@ def is_local(uri: str) -> bool:
     )
 
 
-def client():
-    """An ``MlflowClient`` on :func:`tracking_uri` (imports MLflow on first use), its store prepared."""
+def client(uri: str | None = None):
+    """An ``MlflowClient`` on ``uri`` (default :func:`tracking_uri`), its store prepared; imports MLflow."""
     from mlflow.tracking import MlflowClient
 
-    return MlflowClient(prepare_store())
+    return MlflowClient(prepare_store(uri))
 
 
 def ensure_experiment(name: str, artifact_location: str | None = None) -> str:

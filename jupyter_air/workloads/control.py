@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from .executor import executor_for
 from .logs import node_dir
@@ -17,6 +18,11 @@ log = logging.getLogger(__name__)
 CANCEL_WAIT_SECONDS = 8.0
 
 
+def reap_if_any(home: Path) -> list[str]:
+    """:func:`reap` the jobs under ``home`` if it has a job database (never creates one)."""
+    return reap(JobStore(home)) if (home / "jobs.db").exists() else []
+
+
 def reap(store: JobStore) -> list[str]:
     """Mark FAILED every active job whose supervisor is gone (killed, machine restarted); returns their ids."""
     reaped = []
@@ -26,9 +32,8 @@ def reap(store: JobStore) -> list[str]:
             continue
         who = f"supervisor process {job.supervisor_pid}" if job.supervisor_pid else "supervisor"
         reason = f"{who} is gone (killed, or the machine restarted) while the job was {job.status}"
-        if store.finish(job.job_run_id, "FAILED", reason):
-            executor.stop_leftovers(job)
-            _end_attempts(store, job, "FAILED", reason)
+        if store.finish(job.job_run_id, "FAILED", reason, open_attempts="FAILED"):
+            _take_over(store, job, "FAILED", reason)
             reaped.append(job.job_run_id)
     return reaped
 
@@ -46,17 +51,17 @@ def cancel(store: JobStore, job: Job, wait_seconds: float = CANCEL_WAIT_SECONDS)
             break
         time.sleep(0.05)
     current = store.get(job.job_run_id)
-    if store.finish(job.job_run_id, "CANCELED", "canceled; the supervisor did not stop in time, so air did"):
-        executor.stop_leftovers(current)
-        _end_attempts(store, current, "KILLED", "canceled")
+    reason = "canceled; the supervisor did not stop in time, so air did"
+    if store.finish(job.job_run_id, "CANCELED", reason, open_attempts="KILLED"):
+        _take_over(store, current, "KILLED", reason)
     return store.get(job.job_run_id)
 
 
-def _end_attempts(store: JobStore, job: Job, status: str, reason: str) -> None:
-    """End the attempts the supervisor left open: job state, then their MLflow runs with the output kept."""
+def _take_over(store: JobStore, job: Job, status: str, reason: str) -> None:
+    """Finish for a supervisor that cannot: stop what is left of the attempts it left open (``job`` as read
+    before they were closed), then end their MLflow runs with the output kept."""
     open_attempts = [a for a in job.attempts if a.ended_ms is None]
-    for attempt in open_attempts:
-        store.update_attempt(job.job_run_id, attempt.attempt, status=status, ended_ms=now_ms(), error=reason)
+    executor_for(job).stop_leftovers(job)
     for attempt in open_attempts:
         if attempt.mlflow_run_id is None:
             continue
@@ -64,7 +69,7 @@ def _end_attempts(store: JobStore, job: Job, status: str, reason: str) -> None:
             from jupyter_air.tracking.lifecycle import ManagedRun
 
             wait_for_pump(attempt_marker(job.job_run_id, attempt.attempt))
-            run = ManagedRun.adopt(attempt.mlflow_run_id)
+            run = ManagedRun.adopt(attempt.mlflow_run_id, job.tracking_uri)
             directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, 0)
             run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt.attempt}/node_0")
             run.end(status, reason)

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     supervisor_started REAL,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     exit_code INTEGER,
-    error TEXT
+    error TEXT,
+    tracking_uri TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -53,6 +54,10 @@ CREATE TABLE IF NOT EXISTS attempts (
     PRIMARY KEY (job_run_id, attempt)
 );
 """
+
+
+#: Columns added after the first release: created in databases made before them.
+_ADDED_COLUMNS = {"jobs": {"tracking_uri": "TEXT"}}
 
 
 def now_ms() -> int:
@@ -105,6 +110,7 @@ class Job:
     cancel_requested: bool
     exit_code: Optional[int]
     error: Optional[str]
+    tracking_uri: Optional[str] = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -129,6 +135,11 @@ class JobStore:
             db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
         finally:
             db.close()
 
@@ -151,12 +162,14 @@ class JobStore:
         finally:
             db.close()
 
-    def create_job(self, workload: dict[str, Any], source: str, user: str, executor: str) -> Job:
+    def create_job(self, workload: dict[str, Any], source: str, user: str, executor: str,
+                   tracking_uri: str | None = None) -> Job:
+        """Record a submitted job; ``tracking_uri`` is the MLflow store its attempts' runs go to."""
         job_run_id = f"job-{secrets.token_hex(6)}"
         with self._connect(immediate=True) as db:
             db.execute(
                 "INSERT INTO jobs (job_run_id, experiment_name, status, workload, source, user, executor,"
-                " num_accelerators, max_retries, gpus, submitted_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " num_accelerators, max_retries, gpus, submitted_ms, tracking_uri) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job_run_id,
                     workload["experiment_name"],
@@ -169,6 +182,7 @@ class JobStore:
                     workload["max_retries"],
                     "[]",
                     now_ms(),
+                    tracking_uri,
                 ),
             )
         private_dir(self.job_dir(job_run_id))
@@ -212,15 +226,25 @@ class JobStore:
             db.execute(f"UPDATE jobs SET {sets} WHERE job_run_id = ?", (*values.values(), job_run_id))
 
     def finish(
-        self, job_run_id: str, status: str, error: Optional[str] = None, exit_code: Optional[int] = None
+        self, job_run_id: str, status: str, error: str | None = None, exit_code: int | None = None,
+        open_attempts: str | None = None,
     ) -> bool:
-        """End an active job; False when it had already ended (another command got there first)."""
+        """End an active job; False when it had already ended (another command got there first).
+
+        ``open_attempts``: the status to give its attempts still open, in the same transaction (used when
+        the supervisor cannot end them itself), so no reader sees an ended job with a running attempt.
+        """
         with self._connect(immediate=True) as db:
             cur = db.execute(
                 "UPDATE jobs SET status = ?, error = ?, exit_code = ?, ended_ms = ?"
                 f" WHERE job_run_id = ? AND status IN ({','.join('?' * len(ACTIVE))})",
                 (status, error, exit_code, now_ms(), job_run_id, *ACTIVE),
             )
+            if cur.rowcount == 1 and open_attempts is not None:
+                db.execute(
+                    "UPDATE attempts SET status = ?, ended_ms = ?, error = ? WHERE job_run_id = ? AND ended_ms IS NULL",
+                    (open_attempts, now_ms(), error, job_run_id),
+                )
             return cur.rowcount == 1
 
     def start_attempt(self, job_run_id: str, attempt: int, mlflow_run_id: str, url: Optional[str]) -> None:

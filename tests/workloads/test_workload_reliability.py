@@ -191,3 +191,29 @@ def test_an_air_home_that_cannot_be_created_is_a_clear_error(tmp_path, monkeypat
     assert code == 2
     assert f"AIR_HOME={tmp_path / 'a-file' / 'air'} cannot be created" in err and "export AIR_HOME=" in err
     assert "Traceback" not in err
+
+
+def test_a_job_database_from_an_earlier_version_gains_the_new_columns(tmp_path):
+    # Given a jobs.db made before jobs recorded their tracking URI
+    import sqlite3
+
+    from jupyter_air.workloads.store import JobStore
+
+    old = sqlite3.connect(tmp_path / "jobs.db")
+    old.execute("CREATE TABLE jobs (job_run_id TEXT PRIMARY KEY, experiment_name TEXT NOT NULL, experiment_id TEXT,"
+                " status TEXT NOT NULL, workload TEXT NOT NULL, source TEXT NOT NULL, user TEXT NOT NULL,"
+                " executor TEXT NOT NULL, num_accelerators INTEGER NOT NULL, max_retries INTEGER NOT NULL,"
+                " gpus TEXT, submitted_ms INTEGER NOT NULL, started_ms INTEGER, ended_ms INTEGER,"
+                " supervisor_pid INTEGER, supervisor_started REAL, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+                " exit_code INTEGER, error TEXT)")
+    old.execute("INSERT INTO jobs (job_run_id, experiment_name, status, workload, source, user, executor,"
+                " num_accelerators, max_retries, gpus, submitted_ms) VALUES ('job-old', 'e', 'SUCCEEDED', '{}',"
+                " 'w.yaml', 'me', 'local', 0, 0, '[]', 1)")
+    old.commit()
+    old.close()
+
+    # When this version opens it, Then the old job reads back and new jobs keep their tracking URI
+    store = JobStore(tmp_path)
+    assert store.get("job-old").tracking_uri is None
+    spec = {"experiment_name": "e", "compute": {"num_accelerators": 0}, "max_retries": 0}
+    assert store.create_job(spec, "w.yaml", "me", "local", "sqlite:///x.db").tracking_uri == "sqlite:///x.db"

@@ -1,0 +1,46 @@
+"""The Jupyter server notices a job whose supervisor died, without any `air` command being run."""
+
+from __future__ import annotations
+
+import signal
+
+import psutil
+import pytest
+from waiting import eventually
+from workload_helpers import Air, write_workload
+
+from jupyter_air.workloads.store import JobStore
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    return tmp_path / "air"
+
+
+@pytest.fixture
+def jp_server_config(home, air_config, fake_nvml):
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}},
+            "JupyterAir": {**air_config, "job_check_interval_seconds": 0.2}}
+
+
+async def test_the_server_fails_a_job_whose_supervisor_was_killed(jp_serverapp, home, tmp_path, tracking_uri,
+                                                                  mlflow_client):
+    # Given a Jupyter server, and a running job under its AIR_HOME
+    air = Air(home, tracking_uri)
+    job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-server-check", command="sleep 120"))
+    air.wait(job_id, lambda job: job["status"] == "RUNNING")
+    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor" in " ".join(p.cmdline()))
+
+    # When the supervisor is killed and nobody runs an `air` command
+    supervisor.send_signal(signal.SIGKILL)
+    psutil.wait_procs([supervisor], timeout=5)
+
+    # Then the server marks the job FAILED by itself (read straight from the job database), stops the
+    # workload and fails the attempt's MLflow run
+    store = JobStore(home)
+    await eventually(lambda: store.get(job_id).status == "FAILED", timeout=30)
+    job = store.get(job_id)
+    assert "is gone" in job.error and job.attempts[0].status == "FAILED"
+    await eventually(lambda: mlflow_client.get_run(job.attempts[0].mlflow_run_id).info.status == "FAILED", timeout=30)
+    air.assert_no_processes(timeout=10)

@@ -3,7 +3,6 @@ import { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { formatDuration } from './format';
 import { appendPayload, capHistory, emptyHistory, IGpuHistory, newestTimestamp } from './history';
 import { requestAPI, RequestError } from './request';
 import { DEFAULT_SETTINGS, IGpuDevice, IGpuPayload, IGpuProcess, IGpuSettings } from './tokens';
@@ -16,6 +15,12 @@ export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
 
 /** Longest wait between two attempts while the server keeps failing. */
 const MAX_BACKOFF_MS = 5 * 60 * 1000;
+
+/** Samples further apart than this many sampling intervals show as a break in the charts. */
+const GAP_INTERVALS = 2.5;
+
+/** The smallest gap that breaks the charts' lines, whatever the sampling interval. */
+const MIN_GAP_MS = 2500;
 
 /**
  * Polls `jupyter-air/gpu` and keeps the history; widgets subscribe to `changed` and never fetch.
@@ -64,7 +69,7 @@ export class GpuModel implements IDisposable {
   set settings(settings: IGpuSettings) {
     this._settings = { ...settings };
     this._poll.frequency = this._frequency();
-    capHistory(this._history, this._windowMs());
+    capHistory(this._history, this.chartWindowMs);
     this._changed.emit();
   }
 
@@ -75,7 +80,7 @@ export class GpuModel implements IDisposable {
     if (this._error) {
       return 'error';
     }
-    if (this._paused) {
+    if (this.paused) {
       return 'paused';
     }
     if (!this._payload) {
@@ -86,13 +91,12 @@ export class GpuModel implements IDisposable {
 
   /** True once polling stopped for inactivity. */
   get paused(): boolean {
-    return this._paused;
+    return this._pausedAfterSeconds !== null;
   }
 
-  /** The pause message, e.g. "Paused after 5 minutes of inactivity — Refresh to resume". */
-  get pauseMessage(): string {
-    const timeout = formatDuration(this._settings.inactivityTimeoutSeconds);
-    return `Paused after ${timeout} of inactivity — Refresh to resume`;
+  /** The inactivity timeout, in seconds, after which polling paused; `null` while polling. */
+  get pausedAfterSeconds(): number | null {
+    return this._pausedAfterSeconds;
   }
 
   /** The last request failure, cleared by the next success. */
@@ -120,6 +124,20 @@ export class GpuModel implements IDisposable {
 
   get history(): IGpuHistory {
     return this._history;
+  }
+
+  /** Milliseconds of history kept and charted. */
+  get chartWindowMs(): number {
+    return this._settings.historyWindowMinutes * 60 * 1000;
+  }
+
+  /**
+   * Two samples further apart than this many milliseconds are drawn with a break between them:
+   * a few sampling intervals of the server (the poll interval until the server has answered).
+   */
+  get maxGapMs(): number {
+    const seconds = this._payload?.interval_seconds ?? this._settings.pollIntervalSeconds;
+    return Math.max(GAP_INTERVALS * seconds * 1000, MIN_GAP_MS);
   }
 
   /** Epoch milliseconds of the newest sample held, or `null`. */
@@ -153,8 +171,8 @@ export class GpuModel implements IDisposable {
     }
     this._refreshRequested = true;
     this._started = true;
-    const resumed = this._paused;
-    this._paused = false;
+    const resumed = this.paused;
+    this._pausedAfterSeconds = null;
     if (resumed) {
       this._changed.emit();
     }
@@ -185,7 +203,7 @@ export class GpuModel implements IDisposable {
     this._lastActivityMs = this._now();
     if (!this._started) {
       void this.start();
-    } else if (this._paused) {
+    } else if (this.paused) {
       void this.refresh();
     }
   }
@@ -203,10 +221,6 @@ export class GpuModel implements IDisposable {
     return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
   }
 
-  private _windowMs(): number {
-    return this._settings.historyWindowMinutes * 60 * 1000;
-  }
-
   private _inactive(): boolean {
     const now = this._now();
     const timeoutMs = this._settings.inactivityTimeoutSeconds * 1000;
@@ -219,7 +233,7 @@ export class GpuModel implements IDisposable {
     const refresh = this._refreshRequested;
     this._refreshRequested = false;
     if (!refresh && this._inactive()) {
-      this._paused = true;
+      this._pausedAfterSeconds = this._settings.inactivityTimeoutSeconds;
       void this._poll.stop();
       this._changed.emit();
       return;
@@ -268,7 +282,7 @@ export class GpuModel implements IDisposable {
       this._history = emptyHistory(payload.devices.length);
     }
     appendPayload(this._history, payload);
-    capHistory(this._history, this._windowMs());
+    capHistory(this._history, this.chartWindowMs);
     this._payload = payload;
   }
 
@@ -279,7 +293,7 @@ export class GpuModel implements IDisposable {
   private _inflight: Promise<void> = Promise.resolve();
   private _lastActivityMs: number;
   private _now: () => number;
-  private _paused = false;
+  private _pausedAfterSeconds: number | null = null;
   private _payload: IGpuPayload | null = null;
   private _poll: Poll<void, RequestError, 'standby'>;
   private _refreshRequested = false;

@@ -1,13 +1,15 @@
-/** Unit tests of the React views: names are shown as text, never as HTML; paths open notebooks. */
+/** Unit tests of the React views: names shown as text, never as HTML; paths open notebooks; banner words. */
 import * as React from 'react';
 import { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
+import { ErrorBanner, PausedBanner } from '../components/Banners';
 import { DeviceList } from '../components/DeviceList';
 import { Header } from '../components/Header';
 import { ProcessList } from '../components/ProcessList';
 import { appendPayload, emptyHistory } from '../history';
+import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
@@ -86,5 +88,34 @@ describe('views', () => {
     // When Refresh is clicked, Then the callback runs
     act(() => container.querySelector<HTMLElement>('.jp-Air-refresh')?.click());
     expect(onRefresh).toHaveBeenCalledTimes(1);
+  });
+
+  it('says after how long polling paused, in minutes when they are whole', () => {
+    // Given polling paused after 30 seconds, then after 300
+    render(<PausedBanner timeoutSeconds={30} />);
+    // Then the banner names the timeout and how to resume
+    const banner = () => container.querySelector('.jp-Air-paused')?.textContent;
+    expect(banner()).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
+    render(<PausedBanner timeoutSeconds={300} />);
+    expect(banner()).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
+  });
+
+  it('tells a missing server extension from a failing one, and when it retries', () => {
+    // Given a 404 with a retry in 20 s
+    const missing = new RequestError('jupyter-air/gpu answered 404', 'unavailable', 404);
+    render(<ErrorBanner error={missing} retryInMs={20_000} />);
+    // Then the banner says the extension is unavailable, with the message and the retry
+    expect(container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent).toBe(
+      'Server extension unavailable'
+    );
+    expect(container.querySelector('.jp-Air-retry')?.textContent).toBe('Retrying in 20 seconds.');
+    // Given a server error and no retry scheduled (paused)
+    const failing = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
+    render(<ErrorBanner error={failing} retryInMs={null} />);
+    // Then it says reading failed, and nothing about retrying
+    expect(container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
+      'Reading GPU data failed'
+    );
+    expect(container.querySelector('.jp-Air-retry')).toBeNull();
   });
 });

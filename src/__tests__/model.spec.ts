@@ -128,18 +128,26 @@ describe('GpuModel inactivity', () => {
     await advance(0);
     // When 40 seconds pass
     await advance(40 * SECOND);
-    // Then polling is paused with the message, and no request is made for the next 5 minutes
+    // Then polling is paused after the 30-second timeout, and no request is made for the next 5 minutes
     expect(model.state).toBe('paused');
-    expect(model.pauseMessage).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
+    expect(model.pausedAfterSeconds).toBe(30);
     const count = server.calls.length;
     await advance(300 * SECOND);
     expect(server.calls.length).toBe(count);
   });
 
-  it('says the timeout in minutes when it is whole minutes', () => {
-    // Given the default settings, Then the message names 5 minutes
-    makeModel();
-    expect(model.pauseMessage).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
+  it('keeps the timeout that paused it when the setting changes afterwards', async () => {
+    // Given a model paused after 30 s
+    server.addSamples(1);
+    makeModel({ inactivityTimeoutSeconds: 30 });
+    await advance(40 * SECOND);
+    // When the timeout setting becomes 10 minutes
+    model.settings = { ...model.settings, inactivityTimeoutSeconds: 600 };
+    // Then the pause is still the one that happened after 30 s
+    expect(model.pausedAfterSeconds).toBe(30);
+    // And Refresh clears it
+    await refresh();
+    expect(model.pausedAfterSeconds).toBeNull();
   });
 
   it('keeps polling while the user is active', async () => {
@@ -282,5 +290,35 @@ describe('GpuModel errors', () => {
     expect(server.calls.length).toBeGreaterThan(3);
     expect(server.maxInFlight).toBe(1);
     expect(model.history.timestampsMs).toEqual(server.timestamps);
+  });
+});
+
+describe('GpuModel chart rules', () => {
+  it('charts the history window of the settings', () => {
+    // Given a 30-minute history window, Then the charts span 30 minutes
+    makeModel({ historyWindowMinutes: 30 });
+    expect(model.chartWindowMs).toBe(30 * 60 * SECOND);
+  });
+
+  it('breaks the lines after two and a half sampling intervals of the server', async () => {
+    // Given a poll interval of 2 s and a server sampling every 10 s
+    server.addSamples(1);
+    makeModel({ pollIntervalSeconds: 2 });
+    // Before the server answers, the gap follows the poll interval, and is never under 2.5 s
+    expect(model.maxGapMs).toBe(5 * SECOND);
+    // When the server has answered
+    await advance(0);
+    // Then the gap follows the server's sampling interval
+    expect(model.maxGapMs).toBe(25 * SECOND);
+  });
+
+  it('never breaks the lines for gaps under 2.5 s', async () => {
+    // Given a server sampling every half second
+    server = new FakeServer(2, 500);
+    server.addSamples(1);
+    makeModel({ pollIntervalSeconds: 1 });
+    // When it has answered, Then the gap is 2.5 s rather than 1.25 s
+    await advance(0);
+    expect(model.maxGapMs).toBe(2500);
   });
 });

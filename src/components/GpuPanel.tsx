@@ -2,9 +2,9 @@
 import { refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { formatDuration } from '../format';
 import { latestValue } from '../history';
 import type { GpuModel } from '../model';
+import { ErrorBanner, PausedBanner } from './Banners';
 import { ChartsView } from './ChartsView';
 import { DeviceList } from './DeviceList';
 import { Header } from './Header';
@@ -25,8 +25,8 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
   const state = model.state;
   const error = model.error;
   const devices = model.devices;
+  const pausedAfterSeconds = model.pausedAfterSeconds;
   const onRefresh = () => void model.refresh();
-  const intervalMs = (payload?.interval_seconds ?? model.settings.pollIntervalSeconds) * 1000;
 
   return (
     <div className="jp-Air-panel-body">
@@ -38,26 +38,9 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
         onRefresh={onRefresh}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
       />
-      {model.paused ? (
-        <div className="jp-Air-banner jp-Air-paused" role="status">
-          {model.pauseMessage}
-        </div>
-      ) : null}
+      {pausedAfterSeconds !== null ? <PausedBanner timeoutSeconds={pausedAfterSeconds} /> : null}
       {error ? (
-        <div
-          className={`jp-Air-banner ${error.kind === 'unavailable' ? 'jp-Air-unavailable' : 'jp-Air-error'}`}
-          role="alert"
-        >
-          <div className="jp-Air-banner-title">
-            {error.kind === 'unavailable' ? 'Server extension unavailable' : 'Reading GPU data failed'}
-          </div>
-          <div>{error.message}</div>
-          {model.retryInMs !== null && !model.paused ? (
-            <div className="jp-Air-retry">
-              Retrying in {formatDuration(Math.max(1, Math.round(model.retryInMs / 1000)))}.
-            </div>
-          ) : null}
-        </div>
+        <ErrorBanner error={error} retryInMs={pausedAfterSeconds === null ? model.retryInMs : null} />
       ) : null}
       {payload ? (
         <HostRow
@@ -81,8 +64,8 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
             history={history}
             revision={revision}
             themeKey={themeKey}
-            windowMs={model.settings.historyWindowMinutes * 60 * 1000}
-            maxGapMs={Math.max(2.5 * intervalMs, 2500)}
+            windowMs={model.chartWindowMs}
+            maxGapMs={model.maxGapMs}
           />
           <ProcessList devices={devices} processes={model.processes} onOpenPath={onOpenPath} />
         </>

@@ -65,7 +65,7 @@ export class GpuModel implements IDisposable {
     return this._settings;
   }
 
-  /** Apply new settings; the new interval applies from the next poll. */
+  /** Apply new settings; the new interval (clamped, see `pollIntervalMs`) applies from the next poll. */
   set settings(settings: IGpuSettings) {
     this._settings = { ...settings };
     this._poll.frequency = this._frequency();
@@ -124,6 +124,17 @@ export class GpuModel implements IDisposable {
 
   get history(): IGpuHistory {
     return this._history;
+  }
+
+  /**
+   * Milliseconds between two polls: the setting, but never shorter than the server's sampling
+   * interval once it is known (polling faster than the server samples only brings empty answers).
+   */
+  get pollIntervalMs(): number {
+    const setting = this._settings.pollIntervalSeconds;
+    const sampling = this._payload?.interval_seconds;
+    const seconds = typeof sampling === 'number' && sampling > 0 ? Math.max(setting, sampling) : setting;
+    return seconds * 1000;
   }
 
   /** Milliseconds of history kept and charted. */
@@ -217,7 +228,7 @@ export class GpuModel implements IDisposable {
   }
 
   private _frequency() {
-    const interval = this._settings.pollIntervalSeconds * 1000;
+    const interval = this.pollIntervalMs;
     return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
   }
 
@@ -284,6 +295,8 @@ export class GpuModel implements IDisposable {
     appendPayload(this._history, payload);
     capHistory(this._history, this.chartWindowMs);
     this._payload = payload;
+    // The server's sampling interval may have changed; applies from the next poll.
+    this._poll.frequency = this._frequency();
   }
 
   private _changed = new Signal<this, void>(this);

@@ -210,7 +210,8 @@ describe('GpuModel inactivity', () => {
   });
 
   it('applies a new poll interval from settings', async () => {
-    // Given a model polling every 10 s
+    // Given a server sampling every second, and a model polling every 10 s
+    server = new FakeServer(2, SECOND);
     server.addSamples(1);
     makeModel({ inactivityTimeoutSeconds: 100_000 });
     await advance(0);
@@ -222,6 +223,34 @@ describe('GpuModel inactivity', () => {
     // Then about 10 requests are made in 20 s
     expect(server.calls.length - count).toBeGreaterThanOrEqual(9);
     expect(server.calls.length - count).toBeLessThanOrEqual(11);
+  });
+});
+
+describe('GpuModel poll interval', () => {
+  it('polls no faster than the server samples', async () => {
+    // Given a server sampling every 10 s and a 1-second poll interval setting
+    server.addSamples(1);
+    makeModel({ pollIntervalSeconds: 1, inactivityTimeoutSeconds: 100_000 });
+    expect(model.pollIntervalMs).toBe(SECOND);
+    // When the server has answered and one minute passes
+    await advance(0);
+    const count = server.calls.length;
+    await advance(60 * SECOND);
+    // Then the model polls every 10 s, not every second
+    expect(model.pollIntervalMs).toBe(10 * SECOND);
+    expect(server.calls.length - count).toBe(6);
+  });
+
+  it('keeps a poll interval longer than the sampling interval', async () => {
+    // Given a server sampling every 10 s and a 30-second poll interval setting
+    server.addSamples(1);
+    makeModel({ pollIntervalSeconds: 30, inactivityTimeoutSeconds: 100_000 });
+    await advance(0);
+    const count = server.calls.length;
+    // When one minute passes, Then the model polled twice
+    await advance(60 * SECOND);
+    expect(model.pollIntervalMs).toBe(30 * SECOND);
+    expect(server.calls.length - count).toBe(2);
   });
 });
 

@@ -11,8 +11,25 @@ export interface IChartTheme {
   series: string[];
 }
 
-/** Number of distinct series colours (`--jp-Air-gpu-color-0` … `-7`). */
-export const SERIES_COLORS = 8;
+/**
+ * The series colours used when the theme does not set `--jp-Air-gpu-color-<i>` (style/base.css sets
+ * one variable and one `.jp-Air-swatch-<i>` class per entry); GPUs beyond these reuse them.
+ */
+const FALLBACK_SERIES_COLORS = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#17becf'
+];
+
+/** Index of the series colour of a GPU, shared by the chart lines and the device swatches. */
+export function seriesColorIndex(gpu: number): number {
+  return gpu % FALLBACK_SERIES_COLORS.length;
+}
 
 const GIB = 1024 ** 3;
 const formatMinutes = uPlot.fmtDate('{HH}:{mm}');
@@ -61,13 +78,12 @@ const SPECS: IChartSpec[] = [
 export function readTheme(node: HTMLElement): IChartTheme {
   const style = getComputedStyle(node);
   const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
-  const fallbackSeries = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
   return {
     axis: read('--jp-ui-font-color2', '#616161'),
     grid: read('--jp-border-color2', '#e0e0e0'),
     // Canvas fonts need a pixel size; JupyterLab's size variables are in `em`.
     font: `11px ${read('--jp-ui-font-family', 'sans-serif')}`,
-    series: fallbackSeries.map((color, i) => read(`--jp-Air-gpu-color-${i}`, color))
+    series: FALLBACK_SERIES_COLORS.map((color, i) => read(`--jp-Air-gpu-color-${i}`, color))
   };
 }
 
@@ -161,7 +177,7 @@ export class GpuCharts {
     for (let gpu = 0; gpu < this._gpuCount; gpu++) {
       series.push({
         label: `GPU ${gpu}`,
-        stroke: theme.series[gpu % theme.series.length],
+        stroke: theme.series[seriesColorIndex(gpu)],
         width: 1.5,
         points: { show: false },
         value: (_u, v) => format(v)

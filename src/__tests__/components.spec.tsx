@@ -57,6 +57,21 @@ describe('views', () => {
     expect(container.querySelector('.jp-Air-value-memory')?.textContent).toContain('80.0 GiB');
   });
 
+  it('gives each GPU the colour of its chart line, repeating after the last colour', () => {
+    // Given 9 GPUs
+    const server = new FakeServer(9);
+    server.addSamples(1);
+    const payload = server.payload();
+    const history = emptyHistory(9);
+    appendPayload(history, payload);
+    // When they are listed
+    render(<DeviceList devices={payload.devices} history={history} />);
+    // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
+    const swatches = Array.from(container.querySelectorAll('.jp-Air-swatch'), node => node.className);
+    expect(swatches[7]).toBe('jp-Air-swatch jp-Air-swatch-7');
+    expect(swatches[8]).toBe('jp-Air-swatch jp-Air-swatch-0');
+  });
+
   it('opens the notebook of a kernel process on click', () => {
     // Given a process that is a notebook kernel
     const server = new FakeServer(1);

@@ -1,6 +1,7 @@
 /** Current values of every GPU: utilization, memory, temperature and power. */
 import * as React from 'react';
 
+import { seriesColorIndex } from '../charts';
 import { formatBytes, formatValue } from '../format';
 import { IGpuHistory, latestValue } from '../history';
 import { IGpuDevice } from '../tokens';
@@ -19,7 +20,7 @@ export function DeviceList(props: IDeviceListProps): JSX.Element {
         return (
           <li key={device.index} className="jp-Air-device" data-gpu-index={device.index}>
             <div className="jp-Air-device-title">
-              <span className={`jp-Air-swatch jp-Air-swatch-${i % 8}`} />
+              <span className={`jp-Air-swatch jp-Air-swatch-${seriesColorIndex(i)}`} />
               <span className="jp-Air-device-index">GPU {device.index}</span>
               <span className="jp-Air-device-name" title={device.name}>
                 {device.name}

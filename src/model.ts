@@ -5,7 +5,15 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { appendPayload, capHistory, emptyHistory, IGpuHistory, newestTimestamp } from './history';
 import { requestAPI, RequestError } from './request';
-import { DEFAULT_SETTINGS, IGpuDevice, IGpuPayload, IGpuProcess, IGpuSettings } from './tokens';
+import {
+  DEFAULT_SETTINGS,
+  IGpuDevice,
+  IGpuPayload,
+  IGpuProcess,
+  IGpuSettings,
+  IVersionPayload
+} from './tokens';
+import { FRONTEND_VERSION, sameVersion } from './version';
 
 /** What the header shows. */
 export type GpuState = 'loading' | 'live' | 'paused' | 'no-gpu' | 'unavailable' | 'error';
@@ -25,7 +33,8 @@ const MIN_GAP_MS = 2500;
 /**
  * Polls `jupyter-air/gpu` and keeps the history; widgets subscribe to `changed` and never fetch.
  *
- * The first request loads the full history the server holds; later ones ask only for samples
+ * Before the first poll it asks once for the server extension's version (`jupyter-air/version`).
+ * The first poll loads the full history the server holds; later ones ask only for samples
  * newer than the newest held (`?since=`). Requests never overlap. Polling pauses after the
  * inactivity timeout (panel hidden, or no pointer/keyboard activity) and resumes on `refresh()`
  * or when the panel is shown again.
@@ -33,6 +42,7 @@ const MIN_GAP_MS = 2500;
 export class GpuModel implements IDisposable {
   constructor(options: GpuModel.IOptions = {}) {
     this._request = options.request ?? requestAPI;
+    this._frontendVersion = options.frontendVersion ?? FRONTEND_VERSION;
     this._now = options.now ?? Date.now;
     this._settings = { ...DEFAULT_SETTINGS, ...options.settings };
     this._lastActivityMs = this._now();
@@ -104,6 +114,21 @@ export class GpuModel implements IDisposable {
     return this._error;
   }
 
+  /** Version of this frontend. */
+  get frontendVersion(): string {
+    return this._frontendVersion;
+  }
+
+  /** Version of the server extension, once it has answered; `null` before or if it could not tell. */
+  get serverVersion(): string | null {
+    return this._serverVersion;
+  }
+
+  /** True when the server extension runs another version than this frontend. */
+  get versionMismatch(): boolean {
+    return this._serverVersion !== null && !sameVersion(this._serverVersion, this._frontendVersion);
+  }
+
   /** Milliseconds until the next attempt after a failure, or `null`. */
   get retryInMs(): number | null {
     return this._retryInMs;
@@ -168,6 +193,7 @@ export class GpuModel implements IDisposable {
     }
     this._started = true;
     this._lastActivityMs = this._now();
+    this._checkVersion();
     return this._poll.start();
   }
 
@@ -182,6 +208,7 @@ export class GpuModel implements IDisposable {
     }
     this._refreshRequested = true;
     this._started = true;
+    this._checkVersion();
     const resumed = this.paused;
     this._pausedAfterSeconds = null;
     if (resumed) {
@@ -252,6 +279,33 @@ export class GpuModel implements IDisposable {
     await this._serialized(() => this._fetch(refresh));
   }
 
+  /** Ask once for the server extension's version, queued before the first poll's request. */
+  private _checkVersion(): void {
+    if (this._versionRequested) {
+      return;
+    }
+    this._versionRequested = true;
+    void this._serialized(() => this._fetchVersion());
+  }
+
+  /**
+   * Read the server extension's version. A 404 means the extension is missing (the state is
+   * `unavailable` at once); other failures are left to the poll, which reports and retries them.
+   */
+  private async _fetchVersion(): Promise<void> {
+    try {
+      const answer = await this._request<IVersionPayload>('version', { method: 'GET' });
+      const version = answer?.version;
+      this._serverVersion = typeof version === 'string' && version.length > 0 ? version : null;
+    } catch (error) {
+      if (!(error instanceof RequestError && error.status === 404)) {
+        return;
+      }
+      this._error = error;
+    }
+    this._changed.emit();
+  }
+
   /** Run requests one after another, never two at once. */
   private _serialized(fn: () => Promise<void>): Promise<void> {
     const run = this._inflight.then(fn, fn);
@@ -301,6 +355,7 @@ export class GpuModel implements IDisposable {
 
   private _changed = new Signal<this, void>(this);
   private _error: RequestError | null = null;
+  private _frontendVersion: string;
   private _hiddenSinceMs: number | null = null;
   private _history: IGpuHistory = emptyHistory(0);
   private _inflight: Promise<void> = Promise.resolve();
@@ -312,8 +367,10 @@ export class GpuModel implements IDisposable {
   private _refreshRequested = false;
   private _request: Requester;
   private _retryInMs: number | null = null;
+  private _serverVersion: string | null = null;
   private _settings: IGpuSettings;
   private _started = false;
+  private _versionRequested = false;
   private _visible = false;
 }
 
@@ -325,5 +382,7 @@ export namespace GpuModel {
     settings?: Partial<IGpuSettings>;
     /** Clock in epoch milliseconds (tests). */
     now?: () => number;
+    /** Replaces this frontend's version from package.json (tests). */
+    frontendVersion?: string;
   }
 }

@@ -1,5 +1,5 @@
 /** The Lumino sidebar widget wrapping the GPU view; reports its visibility to the model. */
-import { ReactWidget } from '@jupyterlab/ui-components';
+import { ReactWidget, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
@@ -40,6 +40,7 @@ export class GpuPanelWidget extends ReactWidget {
         revision={this._revision}
         themeKey={this._themeKey}
         onOpenPath={this._onOpenPath}
+        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
       />
     );
   }

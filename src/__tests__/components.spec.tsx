@@ -1,4 +1,4 @@
-/** Unit tests of the React views: names shown as text, never as HTML; paths open notebooks; banner words. */
+/** Unit tests of the React views: names shown as text, never as HTML; paths open notebooks; banners. */
 import * as React from 'react';
 import { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
@@ -6,9 +6,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { ErrorBanner, PausedBanner } from '../components/Banners';
 import { DeviceList } from '../components/DeviceList';
+import { GpuPanel } from '../components/GpuPanel';
 import { Header } from '../components/Header';
 import { ProcessList } from '../components/ProcessList';
 import { appendPayload, emptyHistory } from '../history';
+import { GpuModel } from '../model';
 import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
 
@@ -132,5 +134,40 @@ describe('views', () => {
       'Reading GPU data failed'
     );
     expect(container.querySelector('.jp-Air-retry')).toBeNull();
+  });
+
+  it('shows a version mismatch with both versions and what to do, and the panel still works', async () => {
+    // Given a server extension of another version, on a node without GPU
+    const server = new FakeServer();
+    server.available = false;
+    server.addSamples(1);
+    server.version = '9.9.9';
+    const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
+    await model.refresh();
+    // When the panel is rendered
+    render(<GpuPanel model={model} revision={1} themeKey={0} onOpenPath={() => undefined} />);
+    // Then a non-blocking banner names both versions and the fix, next to the server's answer
+    const banner = container.querySelector('.jp-Air-version-mismatch');
+    expect(banner?.getAttribute('role')).toBe('status');
+    expect(banner?.textContent).toContain('The jupyter_air server extension is 9.9.9 but this page runs 0.1.0.');
+    expect(banner?.textContent).toContain('Reload this page');
+    expect(banner?.textContent).toContain('restart the Jupyter server');
+    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
+    model.dispose();
+  });
+
+  it('shows no version banner when the versions match', async () => {
+    // Given a server extension of this page's version
+    const server = new FakeServer();
+    server.available = false;
+    server.addSamples(1);
+    server.version = '0.1.0';
+    const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
+    await model.refresh();
+    // When the panel is rendered, Then there is no version banner
+    render(<GpuPanel model={model} revision={1} themeKey={0} onOpenPath={() => undefined} />);
+    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
+    expect(container.querySelector('.jp-Air-version-mismatch')).toBeNull();
+    model.dispose();
   });
 });

@@ -1,8 +1,9 @@
-/** Unit tests of the GPU model: merging, the history cap, the inactivity pause and errors. */
+/** Unit tests of the GPU model: merging, the history cap, the inactivity pause, errors and versions. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { GpuModel } from '../model';
 import { RequestError } from '../request';
+import { FRONTEND_VERSION } from '../version';
 import { FakeServer } from './fakeServer';
 
 const SECOND = 1000;
@@ -48,7 +49,7 @@ describe('GpuModel history', () => {
     server.addSamples(2);
     await advance(10 * SECOND);
     // Then the first request had no `since`, the second asked for samples after the newest held
-    expect(server.requests.slice(0, 2)).toEqual(['GET gpu', `GET gpu?since=${firstNewest}`]);
+    expect(server.requests.slice(0, 3)).toEqual(['GET version', 'GET gpu', `GET gpu?since=${firstNewest}`]);
     expect(model.history.timestampsMs).toEqual(server.timestamps);
     expect(model.state).toBe('live');
   });
@@ -349,5 +350,86 @@ describe('GpuModel chart rules', () => {
     // When it has answered, Then the gap is 2.5 s rather than 1.25 s
     await advance(0);
     expect(model.maxGapMs).toBe(2500);
+  });
+});
+
+describe('GpuModel version check', () => {
+  it('asks for the server version once, before the first poll', async () => {
+    // Given a server that answers slowly, so that overlapping requests would show
+    server.addSamples(1);
+    server.delayMs = 3 * SECOND;
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    // When it polls for a minute, and Refresh is clicked
+    await advance(60 * SECOND);
+    void model.refresh();
+    await advance(10 * SECOND);
+    // Then the version was asked first and only once, and no two requests overlapped
+    expect(server.requests[0]).toBe('GET version');
+    expect(server.requests.filter(r => r === 'GET version')).toHaveLength(1);
+    expect(server.requests[1]).toBe('GET gpu');
+    expect(server.maxInFlight).toBe(1);
+  });
+
+  it('tells a version mismatch, and keeps polling', async () => {
+    // Given a server extension of another version than this page
+    server.addSamples(1);
+    server.version = '9.9.9';
+    // When the panel opens
+    makeModel();
+    await advance(0);
+    // Then the model knows both versions, says they differ, and is live
+    expect(model.serverVersion).toBe('9.9.9');
+    expect(model.frontendVersion).toBe(FRONTEND_VERSION);
+    expect(model.versionMismatch).toBe(true);
+    expect(model.state).toBe('live');
+  });
+
+  it('sees no mismatch when the server runs the version of this page', async () => {
+    // Given a server extension of this page's version
+    server.addSamples(1);
+    server.version = FRONTEND_VERSION;
+    // When the panel opens, Then there is no mismatch
+    makeModel();
+    await advance(0);
+    expect(model.serverVersion).toBe(FRONTEND_VERSION);
+    expect(model.versionMismatch).toBe(false);
+  });
+
+  it('says the server extension is missing as soon as the version route answers 404', async () => {
+    // Given a server without the extension, answering each request after 1 s
+    server.failWith = new RequestError('jupyter-air/version answered 404', 'unavailable', 404);
+    server.delayMs = SECOND;
+    makeModel({ inactivityTimeoutSeconds: 100_000 });
+    // When the version request has been answered
+    await advance(SECOND);
+    // Then the state is unavailable before the first poll has been answered
+    expect(server.requests).toEqual(['GET version', 'GET gpu']);
+    expect(server.inFlight).toBe(1);
+    expect(model.state).toBe('unavailable');
+    expect(model.error?.message).toContain('version answered 404');
+    expect(model.versionMismatch).toBe(false);
+  });
+
+  it('leaves other failures of the version request to the poll', async () => {
+    // Given a server whose version route fails with a 500, while its GPU route works
+    server.addSamples(1);
+    const endpoints: string[] = [];
+    const request = async <T>(endpoint: string, init?: RequestInit): Promise<T> => {
+      endpoints.push(endpoint);
+      if (endpoint === 'version') {
+        throw new RequestError('jupyter-air/version answered 500: boom', 'server', 500);
+      }
+      return server.request<T>(endpoint, init);
+    };
+    model = new GpuModel({ request });
+    model.setVisible(true);
+    // When the panel opens
+    await advance(0);
+    // Then the version is unknown, nothing is reported, and the panel is live
+    expect(endpoints).toEqual(['version', 'gpu']);
+    expect(model.serverVersion).toBeNull();
+    expect(model.versionMismatch).toBe(false);
+    expect(model.error).toBeNull();
+    expect(model.state).toBe('live');
   });
 });

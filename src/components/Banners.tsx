@@ -1,4 +1,4 @@
-/** The panel's banners: paused polling and request failures; the words live here, not in the model. */
+/** The panel's banners (paused, request failure, version mismatch): the words live here, not in the model. */
 import * as React from 'react';
 
 import { formatDuration } from '../format';
@@ -37,6 +37,25 @@ export function ErrorBanner(props: IErrorBannerProps): JSX.Element {
           Retrying in {formatDuration(Math.max(1, Math.round(retryInMs / 1000)))}.
         </div>
       ) : null}
+    </div>
+  );
+}
+
+export interface IVersionBannerProps {
+  serverVersion: string;
+  frontendVersion: string;
+}
+
+/** Non-blocking: the panel keeps working, but the two halves of jupyter_air disagree. */
+export function VersionBanner(props: IVersionBannerProps): JSX.Element {
+  return (
+    <div className="jp-Air-banner jp-Air-version-mismatch" role="status">
+      <div className="jp-Air-banner-title">jupyter_air versions differ</div>
+      <div>
+        The jupyter_air server extension is {props.serverVersion} but this page runs{' '}
+        {props.frontendVersion}. Reload this page; if the versions still differ, restart the Jupyter
+        server, then reload the page.
+      </div>
     </div>
   );
 }

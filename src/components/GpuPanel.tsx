@@ -1,10 +1,9 @@
 /** The whole GPU resources view, rendered from the model's current state. */
-import { refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { latestValue } from '../history';
 import type { GpuModel } from '../model';
-import { ErrorBanner, PausedBanner } from './Banners';
+import { ErrorBanner, PausedBanner, VersionBanner } from './Banners';
 import { ChartsView } from './ChartsView';
 import { DeviceList } from './DeviceList';
 import { Header } from './Header';
@@ -16,10 +15,12 @@ export interface IGpuPanelProps {
   revision: number;
   themeKey: number;
   onOpenPath: (path: string) => void;
+  /** Icon shown in the Refresh button. */
+  refreshIcon?: React.ReactNode;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
-  const { model, revision, themeKey, onOpenPath } = props;
+  const { model, revision, themeKey, onOpenPath, refreshIcon } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -36,8 +37,11 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
         newestSampleMs={model.newestSampleMs}
         state={state}
         onRefresh={onRefresh}
-        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        refreshIcon={refreshIcon}
       />
+      {model.versionMismatch && model.serverVersion !== null ? (
+        <VersionBanner serverVersion={model.serverVersion} frontendVersion={model.frontendVersion} />
+      ) : null}
       {pausedAfterSeconds !== null ? <PausedBanner timeoutSeconds={pausedAfterSeconds} /> : null}
       {error ? (
         <ErrorBanner error={error} retryInMs={pausedAfterSeconds === null ? model.retryInMs : null} />

@@ -166,7 +166,8 @@ export class GpuCharts {
 
   private _options(spec: IChartSpec, width: number, syncKey: string): uPlot.Options {
     const theme = this._theme;
-    const format = (v: number | null) => (v === null || v === undefined ? '–' : `${v.toFixed(spec.digits)}${spec.unit}`);
+    const format = (v: number | null) =>
+      v === null || v === undefined ? '–' : `${v.toFixed(spec.digits)}${spec.unit}`;
     const axis: uPlot.Axis = {
       stroke: theme.axis,
       font: theme.font,
@@ -214,7 +215,11 @@ export class GpuCharts {
           values: (_u, ticks, _axis, _space, increment) =>
             ticks.map(t => (increment < 60 ? formatSeconds : formatMinutes)(new Date(t * 1000)))
         },
-        { ...axis, size: 48, values: (_u, ticks) => ticks.map(t => `${+t.toFixed(spec.digits)}${spec.unit.trim()}`) }
+        {
+          ...axis,
+          size: 48,
+          values: (_u, ticks) => ticks.map(t => `${+t.toFixed(spec.digits)}${spec.unit.trim()}`)
+        }
       ],
       series
     };

@@ -158,7 +158,8 @@ export class GpuModel implements IDisposable {
   get pollIntervalMs(): number {
     const setting = this._settings.pollIntervalSeconds;
     const sampling = this._payload?.interval_seconds;
-    const seconds = typeof sampling === 'number' && sampling > 0 ? Math.max(setting, sampling) : setting;
+    const seconds =
+      typeof sampling === 'number' && sampling > 0 ? Math.max(setting, sampling) : setting;
     return seconds * 1000;
   }
 

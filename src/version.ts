@@ -25,7 +25,8 @@ const PRE_RELEASE: Record<string, string> = {
   rc: 'rc'
 };
 
-const VERSION = /^v?(\d+\.\d+\.\d+)(?:[-_.]?(alpha|beta|preview|pre|rc|a|b|c)[-_.]?(\d*))?(?:[-_.]?dev[-_.]?(\d*))?(\+.*)?$/;
+const VERSION =
+  /^v?(\d+\.\d+\.\d+)(?:[-_.]?(alpha|beta|preview|pre|rc|a|b|c)[-_.]?(\d*))?(?:[-_.]?dev[-_.]?(\d*))?(\+.*)?$/;
 
 function normalize(version: string): string {
   const text = version.trim().toLowerCase();

@@ -60,7 +60,11 @@ const config: PlaywrightTestConfig = {
   webServer: SERVERS.map(server => ({
     command: 'jlpm start',
     url: `http://localhost:${server.port}/lab`,
-    env: { ...(process.env as Record<string, string>), ...server.env, JUPYTER_AIR_UI_PORT: String(server.port) },
+    env: {
+      ...(process.env as Record<string, string>),
+      ...server.env,
+      JUPYTER_AIR_UI_PORT: String(server.port)
+    },
     timeout: 120_000,
     reuseExistingServer: false
   }))

@@ -69,7 +69,10 @@ describe('views', () => {
     // When they are listed
     render(<DeviceList devices={payload.devices} history={history} />);
     // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
-    const swatches = Array.from(container.querySelectorAll('.jp-Air-swatch'), node => node.className);
+    const swatches = Array.from(
+      container.querySelectorAll('.jp-Air-swatch'),
+      node => node.className
+    );
     expect(swatches[7]).toBe('jp-Air-swatch jp-Air-swatch-7');
     expect(swatches[8]).toBe('jp-Air-swatch jp-Air-swatch-0');
   });
@@ -81,7 +84,14 @@ describe('views', () => {
     server.addSamples(1);
     const onOpenPath = vi.fn();
     const processes = [
-      { gpu_index: 0, pid: 42, name: 'python', used_memory_bytes: 2048, kernel_id: 'k', path: 'train <1>.ipynb' }
+      {
+        gpu_index: 0,
+        pid: 42,
+        name: 'python',
+        used_memory_bytes: 2048,
+        kernel_id: 'k',
+        path: 'train <1>.ipynb'
+      }
     ];
     render(<ProcessList devices={devices} processes={processes} onOpenPath={onOpenPath} />);
     // When its path is clicked
@@ -96,7 +106,13 @@ describe('views', () => {
     // Given a simulated source
     const onRefresh = vi.fn();
     render(
-      <Header node={HOSTILE} source="simulated" newestSampleMs={null} state="paused" onRefresh={onRefresh} />
+      <Header
+        node={HOSTILE}
+        source="simulated"
+        newestSampleMs={null}
+        state="paused"
+        onRefresh={onRefresh}
+      />
     );
     // Then the badge, the node as text and the state are shown
     expect(container.querySelector('.jp-Air-badge-simulated')?.textContent).toBe('simulated');
@@ -149,7 +165,9 @@ describe('views', () => {
     // Then a non-blocking banner names both versions and the fix, next to the server's answer
     const banner = container.querySelector('.jp-Air-version-mismatch');
     expect(banner?.getAttribute('role')).toBe('status');
-    expect(banner?.textContent).toContain('The jupyter_air server extension is 9.9.9 but this page runs 0.1.0.');
+    expect(banner?.textContent).toContain(
+      'The jupyter_air server extension is 9.9.9 but this page runs 0.1.0.'
+    );
     expect(banner?.textContent).toContain('Reload this page');
     expect(banner?.textContent).toContain('restart the Jupyter server');
     expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');

@@ -7,7 +7,10 @@ export const START_MS = 1_764_420_000_000;
 
 /** Holds samples like the server's ring buffer; answers `version`, `gpu[?since=]` and `gpu/refresh`. */
 export class FakeServer {
-  constructor(readonly gpuCount = 2, readonly intervalMs = 10_000) {}
+  constructor(
+    readonly gpuCount = 2,
+    readonly intervalMs = 10_000
+  ) {}
 
   timestamps: number[] = [];
   available = true;

@@ -30,7 +30,10 @@ describe('appendPayload and capHistory', () => {
     const server = new FakeServer(2);
     server.addSamples(2);
     const payload = server.payload();
-    payload.gpus.power_watts = [[null, null], [null, null]];
+    payload.gpus.power_watts = [
+      [null, null],
+      [null, null]
+    ];
     const history = emptyHistory(2);
     // When appended, Then power is null and the newest known value is null
     appendPayload(history, payload);
@@ -69,7 +72,12 @@ describe('chartData', () => {
       25_000
     );
     // Then x is in seconds with a null row inserted in the gap
-    expect(data[0]).toEqual([START_MS / 1000, START_MS / 1000 + 10, START_MS / 1000 + 55, START_MS / 1000 + 100]);
+    expect(data[0]).toEqual([
+      START_MS / 1000,
+      START_MS / 1000 + 10,
+      START_MS / 1000 + 55,
+      START_MS / 1000 + 100
+    ]);
     expect(data[1]).toEqual([1, null, null, 2]);
   });
 });

@@ -49,7 +49,11 @@ describe('GpuModel history', () => {
     server.addSamples(2);
     await advance(10 * SECOND);
     // Then the first request had no `since`, the second asked for samples after the newest held
-    expect(server.requests.slice(0, 3)).toEqual(['GET version', 'GET gpu', `GET gpu?since=${firstNewest}`]);
+    expect(server.requests.slice(0, 3)).toEqual([
+      'GET version',
+      'GET gpu',
+      `GET gpu?since=${firstNewest}`
+    ]);
     expect(model.history.timestampsMs).toEqual(server.timestamps);
     expect(model.state).toBe('live');
   });
@@ -85,7 +89,9 @@ describe('GpuModel history', () => {
     // Then the client holds exactly the server's samples
     expect(model.history.timestampsMs).toEqual(server.timestamps);
     expect(model.history.hostCpuPercent).toHaveLength(server.timestamps.length);
-    expect(model.history.gpus.memory_used_bytes[0]).toEqual(server.payload().gpus.memory_used_bytes[0]);
+    expect(model.history.gpus.memory_used_bytes[0]).toEqual(
+      server.payload().gpus.memory_used_bytes[0]
+    );
   });
 
   it('keeps at most the history window client-side', async () => {

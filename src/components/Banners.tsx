@@ -27,7 +27,10 @@ export function ErrorBanner(props: IErrorBannerProps): JSX.Element {
   const { error, retryInMs } = props;
   const unavailable = error.kind === 'unavailable';
   return (
-    <div className={`jp-Air-banner ${unavailable ? 'jp-Air-unavailable' : 'jp-Air-error'}`} role="alert">
+    <div
+      className={`jp-Air-banner ${unavailable ? 'jp-Air-unavailable' : 'jp-Air-error'}`}
+      role="alert"
+    >
       <div className="jp-Air-banner-title">
         {unavailable ? 'Server extension unavailable' : 'Reading GPU data failed'}
       </div>

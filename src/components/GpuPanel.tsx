@@ -40,11 +40,17 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
         refreshIcon={refreshIcon}
       />
       {model.versionMismatch && model.serverVersion !== null ? (
-        <VersionBanner serverVersion={model.serverVersion} frontendVersion={model.frontendVersion} />
+        <VersionBanner
+          serverVersion={model.serverVersion}
+          frontendVersion={model.frontendVersion}
+        />
       ) : null}
       {pausedAfterSeconds !== null ? <PausedBanner timeoutSeconds={pausedAfterSeconds} /> : null}
       {error ? (
-        <ErrorBanner error={error} retryInMs={pausedAfterSeconds === null ? model.retryInMs : null} />
+        <ErrorBanner
+          error={error}
+          retryInMs={pausedAfterSeconds === null ? model.retryInMs : null}
+        />
       ) : null}
       {payload ? (
         <HostRow
@@ -56,7 +62,9 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
       {payload && !payload.available ? (
         <div className="jp-Air-empty">
           <div className="jp-Air-empty-title">No GPU on this node</div>
-          <div className="jp-Air-empty-reason">{payload.reason ?? 'The server reports no GPU.'}</div>
+          <div className="jp-Air-empty-reason">
+            {payload.reason ?? 'The server reports no GPU.'}
+          </div>
         </div>
       ) : null}
       {!payload && !error ? <div className="jp-Air-loading">Loading GPU data…</div> : null}

@@ -39,7 +39,10 @@ export function Header(props: IHeaderProps): JSX.Element {
             simulated
           </span>
         ) : source ? (
-          <span className="jp-Air-badge jp-Air-badge-source" title="Where the server reads GPU data">
+          <span
+            className="jp-Air-badge jp-Air-badge-source"
+            title="Where the server reads GPU data"
+          >
             {source}
           </span>
         ) : null}

@@ -56,7 +56,10 @@ test.describe('GPU panel, simulated GPUs', () => {
     await expect(page.locator(`${PANEL} .jp-Air-device`)).toHaveCount(2);
   });
 
-  test('a kernel process links to its notebook, which opens on click', async ({ page, tmpPath }) => {
+  test('a kernel process links to its notebook, which opens on click', async ({
+    page,
+    tmpPath
+  }) => {
     // Given a notebook whose name holds HTML, and a GPU process that is its kernel. The simulated
     // source reports no processes, so the process is added to the real server's answers.
     const name = '<i>train.ipynb';
@@ -67,7 +70,14 @@ test.describe('GPU panel, simulated GPUs', () => {
       const response = await route.fetch();
       const body = await response.json();
       body.processes = [
-        { gpu_index: 1, pid: 4242, name: 'python', used_memory_bytes: 2 * 1024 ** 3, kernel_id: 'k', path: notebook }
+        {
+          gpu_index: 1,
+          pid: 4242,
+          name: 'python',
+          used_memory_bytes: 2 * 1024 ** 3,
+          kernel_id: 'k',
+          path: notebook
+        }
       ];
       await route.fulfill({ response, json: body });
     });
@@ -81,7 +91,9 @@ test.describe('GPU panel, simulated GPUs', () => {
     await expect(panel.locator('i')).toHaveCount(0);
     // When the path is clicked, Then the notebook opens in the main area
     await link.click();
-    await expect(page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })).toBeVisible();
+    await expect(
+      page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })
+    ).toBeVisible();
     await expect(page.locator('.jp-NotebookPanel')).toBeVisible();
   });
 
@@ -126,7 +138,9 @@ test.describe('GPU panel, simulated GPUs', () => {
       const panel = page.locator(PANEL);
       await page.locator(SIDEBAR_TAB).click();
       await expect(panel.locator('.jp-Air-device')).toHaveCount(2);
-      await expect.poll(() => requests.filter(isPoll).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
+      await expect
+        .poll(() => requests.filter(isPoll).length, { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(3);
       // When nobody touches the page for the 7-second timeout
       // Then polling pauses and says so
       await expect(panel.locator('.jp-Air-paused')).toHaveText(

@@ -20,7 +20,9 @@ export default defineConfig([
       '.venv',
       'ui-tests/test-results',
       'ui-tests/playwright-report',
-      'ui-tests/.air-home'
+      'ui-tests/.air-home',
+      // Browser scripts of the Python benchmarks (python -m benchmarks ui), outside the extension.
+      'benchmarks'
     ]
   },
   js.configs.recommended,
@@ -63,6 +65,16 @@ export default defineConfig([
       curly: ['error', 'all'],
       eqeqeq: 'error',
       'prefer-arrow-callback': 'error'
+    }
+  },
+  {
+    // Type information for the rules that use it (e.g. @jupyter/eslint-plugin's command rules).
+    files: ['src/**/*.ts', 'src/**/*.tsx', 'ui-tests/**/*.ts'],
+    languageOptions: {
+      parserOptions: {
+        project: ['tsconfig.test.json', 'ui-tests/tsconfig.json'],
+        tsconfigRootDir: import.meta.dirname
+      }
     }
   },
   prettierRecommended

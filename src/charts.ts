@@ -1,4 +1,5 @@
 /** uPlot time-series charts (utilization, memory, temperature) with one line per GPU. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import uPlot from 'uplot';
 
 import type { IGpuHistory } from './history';
@@ -37,7 +38,7 @@ const formatSeconds = uPlot.fmtDate('{HH}:{mm}:{ss}');
 const CHART_HEIGHT = 110;
 
 interface IChartSpec {
-  title: string;
+  title: (trans: TranslationBundle) => string;
   className: string;
   unit: string;
   digits: number;
@@ -48,7 +49,7 @@ interface IChartSpec {
 
 const SPECS: IChartSpec[] = [
   {
-    title: 'Utilization',
+    title: trans => trans.__('Utilization'),
     className: 'jp-Air-chart-utilization',
     unit: '%',
     digits: 0,
@@ -56,7 +57,7 @@ const SPECS: IChartSpec[] = [
     values: (h, gpu) => h.gpus.utilization_percent[gpu]
   },
   {
-    title: 'Memory used',
+    title: trans => trans.__('Memory used'),
     className: 'jp-Air-chart-memory',
     unit: ' GiB',
     digits: 1,
@@ -65,7 +66,7 @@ const SPECS: IChartSpec[] = [
     scale: 1 / GIB
   },
   {
-    title: 'Temperature',
+    title: trans => trans.__('Temperature'),
     className: 'jp-Air-chart-temperature',
     unit: ' °C',
     digits: 0,
@@ -124,6 +125,7 @@ export class GpuCharts {
     this._host = options.host;
     this._gpuCount = options.gpuCount;
     this._theme = options.theme;
+    this._trans = options.trans;
     this._windowMs = options.windowMs;
     this._create(options.width);
   }
@@ -149,13 +151,13 @@ export class GpuCharts {
   }
 
   private _create(width: number): void {
-    const sync = uPlot.sync(`jp-Air-${Private.nextId++}`);
+    const sync = uPlot.sync(Private.nextSyncKey());
     this._plots = SPECS.map(spec => {
       const section = document.createElement('div');
       section.className = `jp-Air-chart ${spec.className}`;
       const title = document.createElement('div');
       title.className = 'jp-Air-chart-title';
-      title.textContent = spec.title;
+      title.textContent = spec.title(this._trans);
       section.appendChild(title);
       this._host.appendChild(section);
       const plot = new uPlot(this._options(spec, width, sync.key), [[]], section);
@@ -174,10 +176,10 @@ export class GpuCharts {
       grid: { stroke: theme.grid, width: 1 },
       ticks: { stroke: theme.grid, width: 1 }
     };
-    const series: uPlot.Series[] = [{ label: 'Time', value: '{HH}:{mm}:{ss}' }];
+    const series: uPlot.Series[] = [{ label: this._trans.__('Time'), value: '{HH}:{mm}:{ss}' }];
     for (let gpu = 0; gpu < this._gpuCount; gpu++) {
       series.push({
-        label: `GPU ${gpu}`,
+        label: this._trans.__('GPU %1', gpu),
         stroke: theme.series[seriesColorIndex(gpu)],
         width: 1.5,
         points: { show: false },
@@ -229,6 +231,7 @@ export class GpuCharts {
   private _host: HTMLElement;
   private _plots: uPlot[] = [];
   private _theme: IChartTheme;
+  private _trans: TranslationBundle;
   private _windowMs: number;
 }
 
@@ -237,11 +240,18 @@ export namespace GpuCharts {
     host: HTMLElement;
     gpuCount: number;
     theme: IChartTheme;
+    trans: TranslationBundle;
     width: number;
     windowMs: number;
   }
 }
 
 namespace Private {
-  export let nextId = 0;
+  let count = 0;
+
+  /** A cursor-sync key of its own for each set of charts. */
+  export function nextSyncKey(): string {
+    count += 1;
+    return `jp-Air-${count}`;
+  }
 }

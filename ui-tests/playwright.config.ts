@@ -5,6 +5,8 @@
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as path from 'path';
 
+// Galata's base configuration is a CommonJS `module.exports` without typings, so it cannot be imported.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
 const SERVERS = [

@@ -1,4 +1,5 @@
 /** Unit tests of the React views: names shown as text, never as HTML; paths open notebooks; banners. */
+import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
@@ -15,6 +16,7 @@ import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
+const trans = nullTranslator.load('jupyter_air');
 
 let container: HTMLDivElement;
 let root: Root;
@@ -48,8 +50,13 @@ describe('views', () => {
     // When rendered
     render(
       <>
-        <DeviceList devices={payload.devices} history={history} />
-        <ProcessList devices={payload.devices} processes={processes} onOpenPath={() => undefined} />
+        <DeviceList trans={trans} devices={payload.devices} history={history} />
+        <ProcessList
+          trans={trans}
+          devices={payload.devices}
+          processes={processes}
+          onOpenPath={() => undefined}
+        />
       </>
     );
     // Then the names appear verbatim and no element was injected
@@ -67,7 +74,7 @@ describe('views', () => {
     const history = emptyHistory(9);
     appendPayload(history, payload);
     // When they are listed
-    render(<DeviceList devices={payload.devices} history={history} />);
+    render(<DeviceList trans={trans} devices={payload.devices} history={history} />);
     // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
     const swatches = Array.from(
       container.querySelectorAll('.jp-Air-swatch'),
@@ -93,7 +100,9 @@ describe('views', () => {
         path: 'train <1>.ipynb'
       }
     ];
-    render(<ProcessList devices={devices} processes={processes} onOpenPath={onOpenPath} />);
+    render(
+      <ProcessList trans={trans} devices={devices} processes={processes} onOpenPath={onOpenPath} />
+    );
     // When its path is clicked
     const link = container.querySelector<HTMLButtonElement>('.jp-Air-process-path');
     act(() => link?.click());
@@ -107,6 +116,7 @@ describe('views', () => {
     const onRefresh = vi.fn();
     render(
       <Header
+        trans={trans}
         node={HOSTILE}
         source="simulated"
         newestSampleMs={null}
@@ -125,18 +135,18 @@ describe('views', () => {
 
   it('says after how long polling paused, in minutes when they are whole', () => {
     // Given polling paused after 30 seconds, then after 300
-    render(<PausedBanner timeoutSeconds={30} />);
+    render(<PausedBanner trans={trans} timeoutSeconds={30} />);
     // Then the banner names the timeout and how to resume
     const banner = () => container.querySelector('.jp-Air-paused')?.textContent;
     expect(banner()).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
-    render(<PausedBanner timeoutSeconds={300} />);
+    render(<PausedBanner trans={trans} timeoutSeconds={300} />);
     expect(banner()).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
   });
 
   it('tells a missing server extension from a failing one, and when it retries', () => {
     // Given a 404 with a retry in 20 s
     const missing = new RequestError('jupyter-air/gpu answered 404', 'unavailable', 404);
-    render(<ErrorBanner error={missing} retryInMs={20_000} />);
+    render(<ErrorBanner trans={trans} error={missing} retryInMs={20_000} />);
     // Then the banner says the extension is unavailable, with the message and the retry
     expect(container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent).toBe(
       'Server extension unavailable'
@@ -144,7 +154,7 @@ describe('views', () => {
     expect(container.querySelector('.jp-Air-retry')?.textContent).toBe('Retrying in 20 seconds.');
     // Given a server error and no retry scheduled (paused)
     const failing = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
-    render(<ErrorBanner error={failing} retryInMs={null} />);
+    render(<ErrorBanner trans={trans} error={failing} retryInMs={null} />);
     // Then it says reading failed, and nothing about retrying
     expect(container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
       'Reading GPU data failed'
@@ -161,7 +171,15 @@ describe('views', () => {
     const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
     await model.refresh();
     // When the panel is rendered
-    render(<GpuPanel model={model} revision={1} themeKey={0} onOpenPath={() => undefined} />);
+    render(
+      <GpuPanel
+        trans={trans}
+        model={model}
+        revision={1}
+        themeKey={0}
+        onOpenPath={() => undefined}
+      />
+    );
     // Then a non-blocking banner names both versions and the fix, next to the server's answer
     const banner = container.querySelector('.jp-Air-version-mismatch');
     expect(banner?.getAttribute('role')).toBe('status');
@@ -183,7 +201,15 @@ describe('views', () => {
     const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
     await model.refresh();
     // When the panel is rendered, Then there is no version banner
-    render(<GpuPanel model={model} revision={1} themeKey={0} onOpenPath={() => undefined} />);
+    render(
+      <GpuPanel
+        trans={trans}
+        model={model}
+        revision={1}
+        themeKey={0}
+        onOpenPath={() => undefined}
+      />
+    );
     expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
     expect(container.querySelector('.jp-Air-version-mismatch')).toBeNull();
     model.dispose();

@@ -1,10 +1,13 @@
 /** Unit tests of the pure history, formatting and chart-data helpers. */
+import { nullTranslator } from '@jupyterlab/translation';
 import { describe, expect, it } from 'vitest';
 
 import { chartData } from '../charts';
 import { formatBytes, formatDuration, formatValue } from '../format';
 import { appendPayload, capHistory, emptyHistory, latestValue } from '../history';
 import { FakeServer, START_MS } from './fakeServer';
+
+const trans = nullTranslator.load('jupyter_air');
 
 describe('appendPayload and capHistory', () => {
   it('appends only newer samples and skips out-of-order ones', () => {
@@ -89,8 +92,9 @@ describe('format', () => {
     expect(formatBytes(null)).toBe('–');
     expect(formatValue(37.4, '%')).toBe('37%');
     expect(formatValue(null, ' W')).toBe('–');
-    expect(formatDuration(300)).toBe('5 minutes');
-    expect(formatDuration(60)).toBe('1 minute');
-    expect(formatDuration(3)).toBe('3 seconds');
+    expect(formatDuration(300, trans)).toBe('5 minutes');
+    expect(formatDuration(60, trans)).toBe('1 minute');
+    expect(formatDuration(90, trans)).toBe('90 seconds');
+    expect(formatDuration(1, trans)).toBe('1 second');
   });
 });

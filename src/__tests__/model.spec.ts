@@ -11,10 +11,10 @@ const SECOND = 1000;
 let server: FakeServer;
 let model: GpuModel;
 
-function makeModel(settings: Partial<GpuModel.IOptions['settings']> = {}): GpuModel {
+/** Create the model under test (disposed after each test) and show its panel. */
+function makeModel(settings: Partial<GpuModel.IOptions['settings']> = {}): void {
   model = new GpuModel({ request: server.request, settings });
   model.setVisible(true);
-  return model;
 }
 
 async function advance(ms: number): Promise<void> {

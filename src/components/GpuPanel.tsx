@@ -1,4 +1,5 @@
 /** The whole GPU resources view, rendered from the model's current state. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { latestValue } from '../history';
@@ -15,12 +16,13 @@ export interface IGpuPanelProps {
   revision: number;
   themeKey: number;
   onOpenPath: (path: string) => void;
+  trans: TranslationBundle;
   /** Icon shown in the Refresh button. */
   refreshIcon?: React.ReactNode;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
-  const { model, revision, themeKey, onOpenPath, refreshIcon } = props;
+  const { model, revision, themeKey, onOpenPath, trans, refreshIcon } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -37,19 +39,24 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
         newestSampleMs={model.newestSampleMs}
         state={state}
         onRefresh={onRefresh}
+        trans={trans}
         refreshIcon={refreshIcon}
       />
       {model.versionMismatch && model.serverVersion !== null ? (
         <VersionBanner
           serverVersion={model.serverVersion}
           frontendVersion={model.frontendVersion}
+          trans={trans}
         />
       ) : null}
-      {pausedAfterSeconds !== null ? <PausedBanner timeoutSeconds={pausedAfterSeconds} /> : null}
+      {pausedAfterSeconds !== null ? (
+        <PausedBanner timeoutSeconds={pausedAfterSeconds} trans={trans} />
+      ) : null}
       {error ? (
         <ErrorBanner
           error={error}
           retryInMs={pausedAfterSeconds === null ? model.retryInMs : null}
+          trans={trans}
         />
       ) : null}
       {payload ? (
@@ -57,20 +64,23 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
           cpuPercent={latestValue(history.hostCpuPercent)}
           memoryUsedBytes={latestValue(history.hostMemoryUsedBytes)}
           memoryTotalBytes={payload.host?.memory_total_bytes ?? null}
+          trans={trans}
         />
       ) : null}
       {payload && !payload.available ? (
         <div className="jp-Air-empty">
-          <div className="jp-Air-empty-title">No GPU on this node</div>
+          <div className="jp-Air-empty-title">{trans.__('No GPU on this node')}</div>
           <div className="jp-Air-empty-reason">
-            {payload.reason ?? 'The server reports no GPU.'}
+            {payload.reason ?? trans.__('The server reports no GPU.')}
           </div>
         </div>
       ) : null}
-      {!payload && !error ? <div className="jp-Air-loading">Loading GPU data…</div> : null}
+      {!payload && !error ? (
+        <div className="jp-Air-loading">{trans.__('Loading GPU data…')}</div>
+      ) : null}
       {devices.length > 0 ? (
         <>
-          <DeviceList devices={devices} history={history} />
+          <DeviceList devices={devices} history={history} trans={trans} />
           <ChartsView
             gpuCount={devices.length}
             history={history}
@@ -78,8 +88,14 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
             themeKey={themeKey}
             windowMs={model.chartWindowMs}
             maxGapMs={model.maxGapMs}
+            trans={trans}
           />
-          <ProcessList devices={devices} processes={model.processes} onOpenPath={onOpenPath} />
+          <ProcessList
+            devices={devices}
+            processes={model.processes}
+            onOpenPath={onOpenPath}
+            trans={trans}
+          />
         </>
       ) : null}
     </div>

@@ -56,6 +56,11 @@ test-py:
 test-js:
 	jlpm test
 
+# ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).
+.PHONY: lint-js
+lint-js:
+	jlpm lint:check
+
 test-ui:
 	rm -rf ui-tests/.air-home
 	cd ui-tests && jlpm install && jlpm test

@@ -1,4 +1,5 @@
 /** uPlot time-series charts (utilization, memory, temperature) with one line per GPU. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import uPlot from 'uplot';
 
 import type { IGpuHistory } from './history';
@@ -11,8 +12,25 @@ export interface IChartTheme {
   series: string[];
 }
 
-/** Number of distinct series colours (`--jp-Air-gpu-color-0` … `-7`). */
-export const SERIES_COLORS = 8;
+/**
+ * The series colours used when the theme does not set `--jp-Air-gpu-color-<i>` (style/base.css sets
+ * one variable and one `.jp-Air-swatch-<i>` class per entry); GPUs beyond these reuse them.
+ */
+const FALLBACK_SERIES_COLORS = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#17becf'
+];
+
+/** Index of the series colour of a GPU, shared by the chart lines and the device swatches. */
+export function seriesColorIndex(gpu: number): number {
+  return gpu % FALLBACK_SERIES_COLORS.length;
+}
 
 const GIB = 1024 ** 3;
 const formatMinutes = uPlot.fmtDate('{HH}:{mm}');
@@ -20,7 +38,7 @@ const formatSeconds = uPlot.fmtDate('{HH}:{mm}:{ss}');
 const CHART_HEIGHT = 110;
 
 interface IChartSpec {
-  title: string;
+  title: (trans: TranslationBundle) => string;
   className: string;
   unit: string;
   digits: number;
@@ -31,7 +49,7 @@ interface IChartSpec {
 
 const SPECS: IChartSpec[] = [
   {
-    title: 'Utilization',
+    title: trans => trans.__('Utilization'),
     className: 'jp-Air-chart-utilization',
     unit: '%',
     digits: 0,
@@ -39,7 +57,7 @@ const SPECS: IChartSpec[] = [
     values: (h, gpu) => h.gpus.utilization_percent[gpu]
   },
   {
-    title: 'Memory used',
+    title: trans => trans.__('Memory used'),
     className: 'jp-Air-chart-memory',
     unit: ' GiB',
     digits: 1,
@@ -48,7 +66,7 @@ const SPECS: IChartSpec[] = [
     scale: 1 / GIB
   },
   {
-    title: 'Temperature',
+    title: trans => trans.__('Temperature'),
     className: 'jp-Air-chart-temperature',
     unit: ' °C',
     digits: 0,
@@ -61,13 +79,12 @@ const SPECS: IChartSpec[] = [
 export function readTheme(node: HTMLElement): IChartTheme {
   const style = getComputedStyle(node);
   const read = (name: string, fallback: string) => style.getPropertyValue(name).trim() || fallback;
-  const fallbackSeries = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
   return {
     axis: read('--jp-ui-font-color2', '#616161'),
     grid: read('--jp-border-color2', '#e0e0e0'),
     // Canvas fonts need a pixel size; JupyterLab's size variables are in `em`.
     font: `11px ${read('--jp-ui-font-family', 'sans-serif')}`,
-    series: fallbackSeries.map((color, i) => read(`--jp-Air-gpu-color-${i}`, color))
+    series: FALLBACK_SERIES_COLORS.map((color, i) => read(`--jp-Air-gpu-color-${i}`, color))
   };
 }
 
@@ -108,6 +125,7 @@ export class GpuCharts {
     this._host = options.host;
     this._gpuCount = options.gpuCount;
     this._theme = options.theme;
+    this._trans = options.trans;
     this._windowMs = options.windowMs;
     this._create(options.width);
   }
@@ -133,13 +151,13 @@ export class GpuCharts {
   }
 
   private _create(width: number): void {
-    const sync = uPlot.sync(`jp-Air-${Private.nextId++}`);
+    const sync = uPlot.sync(Private.nextSyncKey());
     this._plots = SPECS.map(spec => {
       const section = document.createElement('div');
       section.className = `jp-Air-chart ${spec.className}`;
       const title = document.createElement('div');
       title.className = 'jp-Air-chart-title';
-      title.textContent = spec.title;
+      title.textContent = spec.title(this._trans);
       section.appendChild(title);
       this._host.appendChild(section);
       const plot = new uPlot(this._options(spec, width, sync.key), [[]], section);
@@ -150,18 +168,19 @@ export class GpuCharts {
 
   private _options(spec: IChartSpec, width: number, syncKey: string): uPlot.Options {
     const theme = this._theme;
-    const format = (v: number | null) => (v === null || v === undefined ? '–' : `${v.toFixed(spec.digits)}${spec.unit}`);
+    const format = (v: number | null) =>
+      v === null || v === undefined ? '–' : `${v.toFixed(spec.digits)}${spec.unit}`;
     const axis: uPlot.Axis = {
       stroke: theme.axis,
       font: theme.font,
       grid: { stroke: theme.grid, width: 1 },
       ticks: { stroke: theme.grid, width: 1 }
     };
-    const series: uPlot.Series[] = [{ label: 'Time', value: '{HH}:{mm}:{ss}' }];
+    const series: uPlot.Series[] = [{ label: this._trans.__('Time'), value: '{HH}:{mm}:{ss}' }];
     for (let gpu = 0; gpu < this._gpuCount; gpu++) {
       series.push({
-        label: `GPU ${gpu}`,
-        stroke: theme.series[gpu % theme.series.length],
+        label: this._trans.__('GPU %1', gpu),
+        stroke: theme.series[seriesColorIndex(gpu)],
         width: 1.5,
         points: { show: false },
         value: (_u, v) => format(v)
@@ -198,7 +217,11 @@ export class GpuCharts {
           values: (_u, ticks, _axis, _space, increment) =>
             ticks.map(t => (increment < 60 ? formatSeconds : formatMinutes)(new Date(t * 1000)))
         },
-        { ...axis, size: 48, values: (_u, ticks) => ticks.map(t => `${+t.toFixed(spec.digits)}${spec.unit.trim()}`) }
+        {
+          ...axis,
+          size: 48,
+          values: (_u, ticks) => ticks.map(t => `${+t.toFixed(spec.digits)}${spec.unit.trim()}`)
+        }
       ],
       series
     };
@@ -208,6 +231,7 @@ export class GpuCharts {
   private _host: HTMLElement;
   private _plots: uPlot[] = [];
   private _theme: IChartTheme;
+  private _trans: TranslationBundle;
   private _windowMs: number;
 }
 
@@ -216,11 +240,18 @@ export namespace GpuCharts {
     host: HTMLElement;
     gpuCount: number;
     theme: IChartTheme;
+    trans: TranslationBundle;
     width: number;
     windowMs: number;
   }
 }
 
 namespace Private {
-  export let nextId = 0;
+  let count = 0;
+
+  /** A cursor-sync key of its own for each set of charts. */
+  export function nextSyncKey(): string {
+    count += 1;
+    return `jp-Air-${count}`;
+  }
 }

@@ -1,4 +1,5 @@
 /** Human-readable units for the GPU resources panel. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 
 const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
@@ -24,13 +25,12 @@ export function formatValue(value: number | null | undefined, unit: string, digi
   return `${value.toFixed(digits)}${unit}`;
 }
 
-/** `300` → `"5 minutes"`, `60` → `"1 minute"`, `90` → `"90 seconds"`. */
-export function formatDuration(seconds: number): string {
+/** `300` → `"5 minutes"`, `60` → `"1 minute"`, `90` → `"90 seconds"`, in the user's language. */
+export function formatDuration(seconds: number, trans: TranslationBundle): string {
   if (seconds >= 60 && seconds % 60 === 0) {
-    const minutes = seconds / 60;
-    return `${minutes} minute${minutes === 1 ? '' : 's'}`;
+    return trans._n('%1 minute', '%1 minutes', seconds / 60);
   }
-  return `${seconds} second${seconds === 1 ? '' : 's'}`;
+  return trans._n('%1 second', '%1 seconds', seconds);
 }
 
 /** Local wall-clock time of an epoch-millisecond timestamp, e.g. `"14:03:27"`. */

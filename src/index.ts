@@ -1,17 +1,21 @@
 /** Entry point: the GPU resources panel in JupyterLab's right sidebar. */
-import {
-  ILayoutRestorer,
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { trackActivity } from './activity';
 import { gpuIcon } from './icon';
+// The sidebar panel and its model are created during activation (the layout restorer needs the
+// widget at once), so a lazy import would not load them any later.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuModel } from './model';
 import { CommandIDs, DEFAULT_SETTINGS, IGpuSettings, PLUGIN_ID } from './tokens';
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuPanelWidget } from './widget';
+
+/** Commands of this plugin take no arguments. */
+const NO_ARGS = { args: { type: 'object' as const, properties: {} } };
 
 function readSettings(settings: ISettingRegistry.ISettings): IGpuSettings {
   const get = (key: keyof IGpuSettings) => {
@@ -29,28 +33,32 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'Live GPU utilization, memory, temperature and processes in the right sidebar.',
   autoStart: true,
-  optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry, IThemeManager],
+  optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry, IThemeManager, ITranslator],
   activate: async (
     app: JupyterFrontEnd,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
-    themeManager: IThemeManager | null
+    themeManager: IThemeManager | null,
+    translator: ITranslator | null
   ) => {
+    const trans = (translator ?? nullTranslator).load('jupyter_air');
     const model = new GpuModel();
     const widget = new GpuPanelWidget({
       model,
-      onOpenPath: path => void app.commands.execute('docmanager:open', { path })
+      onOpenPath: path => void app.commands.execute('docmanager:open', { path }),
+      trans
     });
     widget.title.icon = gpuIcon;
-    widget.title.caption = 'GPU resources';
+    widget.title.caption = trans.__('GPU resources');
     trackActivity(document, () => model.notifyActivity());
     themeManager?.themeChanged.connect(() => widget.refreshTheme());
 
     app.commands.addCommand(CommandIDs.openGpuPanel, {
-      label: 'Open GPU resources',
-      caption: 'Show live GPU utilization, memory, temperature and processes',
+      label: trans.__('Open GPU resources'),
+      caption: trans.__('Show live GPU utilization, memory, temperature and processes'),
       icon: gpuIcon,
+      describedBy: NO_ARGS,
       execute: () => {
         if (!widget.isAttached) {
           app.shell.add(widget, 'right', { rank: 700 });
@@ -59,12 +67,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(CommandIDs.refreshGpuPanel, {
-      label: 'Refresh GPU resources',
-      caption: 'Fetch the newest GPU values now and resume polling',
+      label: trans.__('Refresh GPU resources'),
+      caption: trans.__('Fetch the newest GPU values now and resume polling'),
+      describedBy: NO_ARGS,
       execute: () => model.refresh()
     });
-    palette?.addItem({ command: CommandIDs.openGpuPanel, category: 'GPU' });
-    palette?.addItem({ command: CommandIDs.refreshGpuPanel, category: 'GPU' });
+    const category = trans.__('GPU');
+    palette?.addItem({ command: CommandIDs.openGpuPanel, category });
+    palette?.addItem({ command: CommandIDs.refreshGpuPanel, category });
 
     app.shell.add(widget, 'right', { rank: 700 });
     restorer?.add(widget, widget.id);

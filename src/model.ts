@@ -3,10 +3,17 @@ import { IDisposable } from '@lumino/disposable';
 import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { formatDuration } from './format';
 import { appendPayload, capHistory, emptyHistory, IGpuHistory, newestTimestamp } from './history';
 import { requestAPI, RequestError } from './request';
-import { DEFAULT_SETTINGS, IGpuDevice, IGpuPayload, IGpuProcess, IGpuSettings } from './tokens';
+import {
+  DEFAULT_SETTINGS,
+  IGpuDevice,
+  IGpuPayload,
+  IGpuProcess,
+  IGpuSettings,
+  IVersionPayload
+} from './tokens';
+import { FRONTEND_VERSION, sameVersion } from './version';
 
 /** What the header shows. */
 export type GpuState = 'loading' | 'live' | 'paused' | 'no-gpu' | 'unavailable' | 'error';
@@ -17,10 +24,17 @@ export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
 /** Longest wait between two attempts while the server keeps failing. */
 const MAX_BACKOFF_MS = 5 * 60 * 1000;
 
+/** Samples further apart than this many sampling intervals show as a break in the charts. */
+const GAP_INTERVALS = 2.5;
+
+/** The smallest gap that breaks the charts' lines, whatever the sampling interval. */
+const MIN_GAP_MS = 2500;
+
 /**
  * Polls `jupyter-air/gpu` and keeps the history; widgets subscribe to `changed` and never fetch.
  *
- * The first request loads the full history the server holds; later ones ask only for samples
+ * Before the first poll it asks once for the server extension's version (`jupyter-air/version`).
+ * The first poll loads the full history the server holds; later ones ask only for samples
  * newer than the newest held (`?since=`). Requests never overlap. Polling pauses after the
  * inactivity timeout (panel hidden, or no pointer/keyboard activity) and resumes on `refresh()`
  * or when the panel is shown again.
@@ -28,6 +42,7 @@ const MAX_BACKOFF_MS = 5 * 60 * 1000;
 export class GpuModel implements IDisposable {
   constructor(options: GpuModel.IOptions = {}) {
     this._request = options.request ?? requestAPI;
+    this._frontendVersion = options.frontendVersion ?? FRONTEND_VERSION;
     this._now = options.now ?? Date.now;
     this._settings = { ...DEFAULT_SETTINGS, ...options.settings };
     this._lastActivityMs = this._now();
@@ -60,11 +75,11 @@ export class GpuModel implements IDisposable {
     return this._settings;
   }
 
-  /** Apply new settings; the new interval applies from the next poll. */
+  /** Apply new settings; the new interval (clamped, see `pollIntervalMs`) applies from the next poll. */
   set settings(settings: IGpuSettings) {
     this._settings = { ...settings };
     this._poll.frequency = this._frequency();
-    capHistory(this._history, this._windowMs());
+    capHistory(this._history, this.chartWindowMs);
     this._changed.emit();
   }
 
@@ -75,7 +90,7 @@ export class GpuModel implements IDisposable {
     if (this._error) {
       return 'error';
     }
-    if (this._paused) {
+    if (this.paused) {
       return 'paused';
     }
     if (!this._payload) {
@@ -86,18 +101,32 @@ export class GpuModel implements IDisposable {
 
   /** True once polling stopped for inactivity. */
   get paused(): boolean {
-    return this._paused;
+    return this._pausedAfterSeconds !== null;
   }
 
-  /** The pause message, e.g. "Paused after 5 minutes of inactivity — Refresh to resume". */
-  get pauseMessage(): string {
-    const timeout = formatDuration(this._settings.inactivityTimeoutSeconds);
-    return `Paused after ${timeout} of inactivity — Refresh to resume`;
+  /** The inactivity timeout, in seconds, after which polling paused; `null` while polling. */
+  get pausedAfterSeconds(): number | null {
+    return this._pausedAfterSeconds;
   }
 
   /** The last request failure, cleared by the next success. */
   get error(): RequestError | null {
     return this._error;
+  }
+
+  /** Version of this frontend. */
+  get frontendVersion(): string {
+    return this._frontendVersion;
+  }
+
+  /** Version of the server extension, once it has answered; `null` before or if it could not tell. */
+  get serverVersion(): string | null {
+    return this._serverVersion;
+  }
+
+  /** True when the server extension runs another version than this frontend. */
+  get versionMismatch(): boolean {
+    return this._serverVersion !== null && !sameVersion(this._serverVersion, this._frontendVersion);
   }
 
   /** Milliseconds until the next attempt after a failure, or `null`. */
@@ -122,6 +151,32 @@ export class GpuModel implements IDisposable {
     return this._history;
   }
 
+  /**
+   * Milliseconds between two polls: the setting, but never shorter than the server's sampling
+   * interval once it is known (polling faster than the server samples only brings empty answers).
+   */
+  get pollIntervalMs(): number {
+    const setting = this._settings.pollIntervalSeconds;
+    const sampling = this._payload?.interval_seconds;
+    const seconds =
+      typeof sampling === 'number' && sampling > 0 ? Math.max(setting, sampling) : setting;
+    return seconds * 1000;
+  }
+
+  /** Milliseconds of history kept and charted. */
+  get chartWindowMs(): number {
+    return this._settings.historyWindowMinutes * 60 * 1000;
+  }
+
+  /**
+   * Two samples further apart than this many milliseconds are drawn with a break between them:
+   * a few sampling intervals of the server (the poll interval until the server has answered).
+   */
+  get maxGapMs(): number {
+    const seconds = this._payload?.interval_seconds ?? this._settings.pollIntervalSeconds;
+    return Math.max(GAP_INTERVALS * seconds * 1000, MIN_GAP_MS);
+  }
+
   /** Epoch milliseconds of the newest sample held, or `null`. */
   get newestSampleMs(): number | null {
     return newestTimestamp(this._history);
@@ -139,6 +194,7 @@ export class GpuModel implements IDisposable {
     }
     this._started = true;
     this._lastActivityMs = this._now();
+    this._checkVersion();
     return this._poll.start();
   }
 
@@ -153,8 +209,9 @@ export class GpuModel implements IDisposable {
     }
     this._refreshRequested = true;
     this._started = true;
-    const resumed = this._paused;
-    this._paused = false;
+    this._checkVersion();
+    const resumed = this.paused;
+    this._pausedAfterSeconds = null;
     if (resumed) {
       this._changed.emit();
     }
@@ -185,7 +242,7 @@ export class GpuModel implements IDisposable {
     this._lastActivityMs = this._now();
     if (!this._started) {
       void this.start();
-    } else if (this._paused) {
+    } else if (this.paused) {
       void this.refresh();
     }
   }
@@ -199,12 +256,8 @@ export class GpuModel implements IDisposable {
   }
 
   private _frequency() {
-    const interval = this._settings.pollIntervalSeconds * 1000;
+    const interval = this.pollIntervalMs;
     return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
-  }
-
-  private _windowMs(): number {
-    return this._settings.historyWindowMinutes * 60 * 1000;
   }
 
   private _inactive(): boolean {
@@ -219,12 +272,39 @@ export class GpuModel implements IDisposable {
     const refresh = this._refreshRequested;
     this._refreshRequested = false;
     if (!refresh && this._inactive()) {
-      this._paused = true;
+      this._pausedAfterSeconds = this._settings.inactivityTimeoutSeconds;
       void this._poll.stop();
       this._changed.emit();
       return;
     }
     await this._serialized(() => this._fetch(refresh));
+  }
+
+  /** Ask once for the server extension's version, queued before the first poll's request. */
+  private _checkVersion(): void {
+    if (this._versionRequested) {
+      return;
+    }
+    this._versionRequested = true;
+    void this._serialized(() => this._fetchVersion());
+  }
+
+  /**
+   * Read the server extension's version. A 404 means the extension is missing (the state is
+   * `unavailable` at once); other failures are left to the poll, which reports and retries them.
+   */
+  private async _fetchVersion(): Promise<void> {
+    try {
+      const answer = await this._request<IVersionPayload>('version', { method: 'GET' });
+      const version = answer?.version;
+      this._serverVersion = typeof version === 'string' && version.length > 0 ? version : null;
+    } catch (error) {
+      if (!(error instanceof RequestError && error.status === 404)) {
+        return;
+      }
+      this._error = error;
+    }
+    this._changed.emit();
   }
 
   /** Run requests one after another, never two at once. */
@@ -268,25 +348,30 @@ export class GpuModel implements IDisposable {
       this._history = emptyHistory(payload.devices.length);
     }
     appendPayload(this._history, payload);
-    capHistory(this._history, this._windowMs());
+    capHistory(this._history, this.chartWindowMs);
     this._payload = payload;
+    // The server's sampling interval may have changed; applies from the next poll.
+    this._poll.frequency = this._frequency();
   }
 
   private _changed = new Signal<this, void>(this);
   private _error: RequestError | null = null;
+  private _frontendVersion: string;
   private _hiddenSinceMs: number | null = null;
   private _history: IGpuHistory = emptyHistory(0);
   private _inflight: Promise<void> = Promise.resolve();
   private _lastActivityMs: number;
   private _now: () => number;
-  private _paused = false;
+  private _pausedAfterSeconds: number | null = null;
   private _payload: IGpuPayload | null = null;
   private _poll: Poll<void, RequestError, 'standby'>;
   private _refreshRequested = false;
   private _request: Requester;
   private _retryInMs: number | null = null;
+  private _serverVersion: string | null = null;
   private _settings: IGpuSettings;
   private _started = false;
+  private _versionRequested = false;
   private _visible = false;
 }
 
@@ -298,5 +383,7 @@ export namespace GpuModel {
     settings?: Partial<IGpuSettings>;
     /** Clock in epoch milliseconds (tests). */
     now?: () => number;
+    /** Replaces this frontend's version from package.json (tests). */
+    frontendVersion?: string;
   }
 }

@@ -81,15 +81,7 @@ export interface IVersionPayload {
   version: string;
 }
 
-/** The metrics charted per GPU. */
-export type ChartMetric = 'utilization_percent' | 'memory_used_bytes' | 'temperature_celsius';
-
-export const CHART_METRICS: ChartMetric[] = [
-  'utilization_percent',
-  'memory_used_bytes',
-  'temperature_celsius'
-];
-
+/** Every per-GPU metric of the history. */
 export const GPU_METRICS: (keyof IGpuSeries)[] = [
   'utilization_percent',
   'memory_used_bytes',

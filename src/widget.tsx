@@ -1,5 +1,6 @@
 /** The Lumino sidebar widget wrapping the GPU view; reports its visibility to the model. */
-import { ReactWidget } from '@jupyterlab/ui-components';
+import type { TranslationBundle } from '@jupyterlab/translation';
+import { ReactWidget, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
@@ -12,6 +13,7 @@ export class GpuPanelWidget extends ReactWidget {
     super();
     this.model = options.model;
     this._onOpenPath = options.onOpenPath;
+    this._trans = options.trans;
     this.id = PANEL_ID;
     this.addClass('jp-Air-panel');
     this.model.changed.connect(this._onModelChanged, this);
@@ -40,6 +42,8 @@ export class GpuPanelWidget extends ReactWidget {
         revision={this._revision}
         themeKey={this._themeKey}
         onOpenPath={this._onOpenPath}
+        trans={this._trans}
+        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
       />
     );
   }
@@ -62,11 +66,14 @@ export class GpuPanelWidget extends ReactWidget {
   private _onOpenPath: (path: string) => void;
   private _revision = 0;
   private _themeKey = 0;
+  private _trans: TranslationBundle;
 }
 
 export namespace GpuPanelWidget {
   export interface IOptions {
     model: GpuModel;
     onOpenPath: (path: string) => void;
+    /** The strings of the panel, in the user's language. */
+    trans: TranslationBundle;
   }
 }

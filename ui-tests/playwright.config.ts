@@ -5,6 +5,8 @@
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as path from 'path';
 
+// Galata's base configuration is a CommonJS `module.exports` without typings, so it cannot be imported.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
 const SERVERS = [
@@ -60,7 +62,11 @@ const config: PlaywrightTestConfig = {
   webServer: SERVERS.map(server => ({
     command: 'jlpm start',
     url: `http://localhost:${server.port}/lab`,
-    env: { ...(process.env as Record<string, string>), ...server.env, JUPYTER_AIR_UI_PORT: String(server.port) },
+    env: {
+      ...(process.env as Record<string, string>),
+      ...server.env,
+      JUPYTER_AIR_UI_PORT: String(server.port)
+    },
     timeout: 120_000,
     reuseExistingServer: false
   }))

@@ -1,16 +1,22 @@
-/** Unit tests of the React views: names are shown as text, never as HTML; paths open notebooks. */
+/** Unit tests of the React views: names shown as text, never as HTML; paths open notebooks; banners. */
+import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
+import { ErrorBanner, PausedBanner } from '../components/Banners';
 import { DeviceList } from '../components/DeviceList';
+import { GpuPanel } from '../components/GpuPanel';
 import { Header } from '../components/Header';
 import { ProcessList } from '../components/ProcessList';
 import { appendPayload, emptyHistory } from '../history';
+import { GpuModel } from '../model';
+import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
+const trans = nullTranslator.load('jupyter_air');
 
 let container: HTMLDivElement;
 let root: Root;
@@ -44,8 +50,13 @@ describe('views', () => {
     // When rendered
     render(
       <>
-        <DeviceList devices={payload.devices} history={history} />
-        <ProcessList devices={payload.devices} processes={processes} onOpenPath={() => undefined} />
+        <DeviceList trans={trans} devices={payload.devices} history={history} />
+        <ProcessList
+          trans={trans}
+          devices={payload.devices}
+          processes={processes}
+          onOpenPath={() => undefined}
+        />
       </>
     );
     // Then the names appear verbatim and no element was injected
@@ -55,6 +66,24 @@ describe('views', () => {
     expect(container.querySelector('.jp-Air-value-memory')?.textContent).toContain('80.0 GiB');
   });
 
+  it('gives each GPU the colour of its chart line, repeating after the last colour', () => {
+    // Given 9 GPUs
+    const server = new FakeServer(9);
+    server.addSamples(1);
+    const payload = server.payload();
+    const history = emptyHistory(9);
+    appendPayload(history, payload);
+    // When they are listed
+    render(<DeviceList trans={trans} devices={payload.devices} history={history} />);
+    // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
+    const swatches = Array.from(
+      container.querySelectorAll('.jp-Air-swatch'),
+      node => node.className
+    );
+    expect(swatches[7]).toBe('jp-Air-swatch jp-Air-swatch-7');
+    expect(swatches[8]).toBe('jp-Air-swatch jp-Air-swatch-0');
+  });
+
   it('opens the notebook of a kernel process on click', () => {
     // Given a process that is a notebook kernel
     const server = new FakeServer(1);
@@ -62,9 +91,18 @@ describe('views', () => {
     server.addSamples(1);
     const onOpenPath = vi.fn();
     const processes = [
-      { gpu_index: 0, pid: 42, name: 'python', used_memory_bytes: 2048, kernel_id: 'k', path: 'train <1>.ipynb' }
+      {
+        gpu_index: 0,
+        pid: 42,
+        name: 'python',
+        used_memory_bytes: 2048,
+        kernel_id: 'k',
+        path: 'train <1>.ipynb'
+      }
     ];
-    render(<ProcessList devices={devices} processes={processes} onOpenPath={onOpenPath} />);
+    render(
+      <ProcessList trans={trans} devices={devices} processes={processes} onOpenPath={onOpenPath} />
+    );
     // When its path is clicked
     const link = container.querySelector<HTMLButtonElement>('.jp-Air-process-path');
     act(() => link?.click());
@@ -77,7 +115,14 @@ describe('views', () => {
     // Given a simulated source
     const onRefresh = vi.fn();
     render(
-      <Header node={HOSTILE} source="simulated" newestSampleMs={null} state="paused" onRefresh={onRefresh} />
+      <Header
+        trans={trans}
+        node={HOSTILE}
+        source="simulated"
+        newestSampleMs={null}
+        state="paused"
+        onRefresh={onRefresh}
+      />
     );
     // Then the badge, the node as text and the state are shown
     expect(container.querySelector('.jp-Air-badge-simulated')?.textContent).toBe('simulated');
@@ -86,5 +131,87 @@ describe('views', () => {
     // When Refresh is clicked, Then the callback runs
     act(() => container.querySelector<HTMLElement>('.jp-Air-refresh')?.click());
     expect(onRefresh).toHaveBeenCalledTimes(1);
+  });
+
+  it('says after how long polling paused, in minutes when they are whole', () => {
+    // Given polling paused after 30 seconds, then after 300
+    render(<PausedBanner trans={trans} timeoutSeconds={30} />);
+    // Then the banner names the timeout and how to resume
+    const banner = () => container.querySelector('.jp-Air-paused')?.textContent;
+    expect(banner()).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
+    render(<PausedBanner trans={trans} timeoutSeconds={300} />);
+    expect(banner()).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
+  });
+
+  it('tells a missing server extension from a failing one, and when it retries', () => {
+    // Given a 404 with a retry in 20 s
+    const missing = new RequestError('jupyter-air/gpu answered 404', 'unavailable', 404);
+    render(<ErrorBanner trans={trans} error={missing} retryInMs={20_000} />);
+    // Then the banner says the extension is unavailable, with the message and the retry
+    expect(container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent).toBe(
+      'Server extension unavailable'
+    );
+    expect(container.querySelector('.jp-Air-retry')?.textContent).toBe('Retrying in 20 seconds.');
+    // Given a server error and no retry scheduled (paused)
+    const failing = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
+    render(<ErrorBanner trans={trans} error={failing} retryInMs={null} />);
+    // Then it says reading failed, and nothing about retrying
+    expect(container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
+      'Reading GPU data failed'
+    );
+    expect(container.querySelector('.jp-Air-retry')).toBeNull();
+  });
+
+  it('shows a version mismatch with both versions and what to do, and the panel still works', async () => {
+    // Given a server extension of another version, on a node without GPU
+    const server = new FakeServer();
+    server.available = false;
+    server.addSamples(1);
+    server.version = '9.9.9';
+    const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
+    await model.refresh();
+    // When the panel is rendered
+    render(
+      <GpuPanel
+        trans={trans}
+        model={model}
+        revision={1}
+        themeKey={0}
+        onOpenPath={() => undefined}
+      />
+    );
+    // Then a non-blocking banner names both versions and the fix, next to the server's answer
+    const banner = container.querySelector('.jp-Air-version-mismatch');
+    expect(banner?.getAttribute('role')).toBe('status');
+    expect(banner?.textContent).toContain(
+      'The jupyter_air server extension is 9.9.9 but this page runs 0.1.0.'
+    );
+    expect(banner?.textContent).toContain('Reload this page');
+    expect(banner?.textContent).toContain('restart the Jupyter server');
+    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
+    model.dispose();
+  });
+
+  it('shows no version banner when the versions match', async () => {
+    // Given a server extension of this page's version
+    const server = new FakeServer();
+    server.available = false;
+    server.addSamples(1);
+    server.version = '0.1.0';
+    const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
+    await model.refresh();
+    // When the panel is rendered, Then there is no version banner
+    render(
+      <GpuPanel
+        trans={trans}
+        model={model}
+        revision={1}
+        themeKey={0}
+        onOpenPath={() => undefined}
+      />
+    );
+    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
+    expect(container.querySelector('.jp-Air-version-mismatch')).toBeNull();
+    model.dispose();
   });
 });

@@ -1,15 +1,21 @@
 /** An in-memory stand-in for the server's GPU routes, behind the model's request seam. */
 import { RequestError } from '../request';
-import { IGpuPayload } from '../tokens';
+import { IGpuPayload, IVersionPayload } from '../tokens';
+import { FRONTEND_VERSION } from '../version';
 
 export const START_MS = 1_764_420_000_000;
 
-/** Holds samples like the server's ring buffer and answers `gpu[?since=]` and `gpu/refresh`. */
+/** Holds samples like the server's ring buffer; answers `version`, `gpu[?since=]` and `gpu/refresh`. */
 export class FakeServer {
-  constructor(readonly gpuCount = 2, readonly intervalMs = 10_000) {}
+  constructor(
+    readonly gpuCount = 2,
+    readonly intervalMs = 10_000
+  ) {}
 
   timestamps: number[] = [];
   available = true;
+  /** What `version` answers; `null`: that route answers 404. */
+  version: string | null = FRONTEND_VERSION;
   /** When set, every request fails with it. */
   failWith: RequestError | null = null;
   /** When true, `since` is ignored and the whole buffer is returned (overlapping answers). */
@@ -42,6 +48,9 @@ export class FakeServer {
       if (this.failWith) {
         throw this.failWith;
       }
+      if (endpoint === 'version') {
+        return this.versionAnswer() as T;
+      }
       if (endpoint.startsWith('gpu/refresh')) {
         this.addSamples(1);
       }
@@ -52,6 +61,13 @@ export class FakeServer {
       this.inFlight -= 1;
     }
   };
+
+  private versionAnswer(): IVersionPayload {
+    if (this.version === null) {
+      throw new RequestError('jupyter-air/version answered 404', 'unavailable', 404);
+    }
+    return { version: this.version };
+  }
 
   /** The answer for samples newer than `since`; values encode the timestamp to check order. */
   payload(since = -Infinity): IGpuPayload {

@@ -1,10 +1,13 @@
 /** Unit tests of the pure history, formatting and chart-data helpers. */
+import { nullTranslator } from '@jupyterlab/translation';
 import { describe, expect, it } from 'vitest';
 
 import { chartData } from '../charts';
 import { formatBytes, formatDuration, formatValue } from '../format';
 import { appendPayload, capHistory, emptyHistory, latestValue } from '../history';
 import { FakeServer, START_MS } from './fakeServer';
+
+const trans = nullTranslator.load('jupyter_air');
 
 describe('appendPayload and capHistory', () => {
   it('appends only newer samples and skips out-of-order ones', () => {
@@ -30,7 +33,10 @@ describe('appendPayload and capHistory', () => {
     const server = new FakeServer(2);
     server.addSamples(2);
     const payload = server.payload();
-    payload.gpus.power_watts = [[null, null], [null, null]];
+    payload.gpus.power_watts = [
+      [null, null],
+      [null, null]
+    ];
     const history = emptyHistory(2);
     // When appended, Then power is null and the newest known value is null
     appendPayload(history, payload);
@@ -69,7 +75,12 @@ describe('chartData', () => {
       25_000
     );
     // Then x is in seconds with a null row inserted in the gap
-    expect(data[0]).toEqual([START_MS / 1000, START_MS / 1000 + 10, START_MS / 1000 + 55, START_MS / 1000 + 100]);
+    expect(data[0]).toEqual([
+      START_MS / 1000,
+      START_MS / 1000 + 10,
+      START_MS / 1000 + 55,
+      START_MS / 1000 + 100
+    ]);
     expect(data[1]).toEqual([1, null, null, 2]);
   });
 });
@@ -81,8 +92,9 @@ describe('format', () => {
     expect(formatBytes(null)).toBe('–');
     expect(formatValue(37.4, '%')).toBe('37%');
     expect(formatValue(null, ' W')).toBe('–');
-    expect(formatDuration(300)).toBe('5 minutes');
-    expect(formatDuration(60)).toBe('1 minute');
-    expect(formatDuration(3)).toBe('3 seconds');
+    expect(formatDuration(300, trans)).toBe('5 minutes');
+    expect(formatDuration(60, trans)).toBe('1 minute');
+    expect(formatDuration(90, trans)).toBe('90 seconds');
+    expect(formatDuration(1, trans)).toBe('1 second');
   });
 });

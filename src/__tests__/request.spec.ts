@@ -76,7 +76,9 @@ describe('requestAPI', () => {
     const error = await failure(requestAPI('gpu?since=x', {}, settings));
     expect(error.kind).toBe('server');
     expect(error.status).toBe(400);
-    expect(error.message).toBe("jupyter-air/gpu answered 400: Query argument 'since' must be an integer");
+    expect(error.message).toBe(
+      "jupyter-air/gpu answered 400: Query argument 'since' must be an integer"
+    );
   });
 
   it('reports a body that is not JSON', async () => {

@@ -1,4 +1,5 @@
 /** React host of the uPlot charts: creates them once per GPU count and theme, updates in place. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { GpuCharts, readTheme } from '../charts';
@@ -13,10 +14,11 @@ export interface IChartsViewProps {
   revision: number;
   windowMs: number;
   maxGapMs: number;
+  trans: TranslationBundle;
 }
 
 export function ChartsView(props: IChartsViewProps): JSX.Element {
-  const { gpuCount, history, themeKey, revision, windowMs, maxGapMs } = props;
+  const { gpuCount, history, themeKey, revision, windowMs, maxGapMs, trans } = props;
   const hostRef = React.useRef<HTMLDivElement>(null);
   const chartsRef = React.useRef<GpuCharts | null>(null);
 
@@ -29,6 +31,7 @@ export function ChartsView(props: IChartsViewProps): JSX.Element {
       host,
       gpuCount,
       theme: readTheme(host),
+      trans,
       width: host.clientWidth,
       windowMs
     });

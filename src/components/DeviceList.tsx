@@ -1,6 +1,8 @@
 /** Current values of every GPU: utilization, memory, temperature and power. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { seriesColorIndex } from '../charts';
 import { formatBytes, formatValue } from '../format';
 import { IGpuHistory, latestValue } from '../history';
 import { IGpuDevice } from '../tokens';
@@ -8,10 +10,11 @@ import { IGpuDevice } from '../tokens';
 export interface IDeviceListProps {
   devices: IGpuDevice[];
   history: IGpuHistory;
+  trans: TranslationBundle;
 }
 
 export function DeviceList(props: IDeviceListProps): JSX.Element {
-  const { devices, history } = props;
+  const { devices, history, trans } = props;
   return (
     <ul className="jp-Air-devices">
       {devices.map((device, i) => {
@@ -19,23 +22,23 @@ export function DeviceList(props: IDeviceListProps): JSX.Element {
         return (
           <li key={device.index} className="jp-Air-device" data-gpu-index={device.index}>
             <div className="jp-Air-device-title">
-              <span className={`jp-Air-swatch jp-Air-swatch-${i % 8}`} />
-              <span className="jp-Air-device-index">GPU {device.index}</span>
+              <span className={`jp-Air-swatch jp-Air-swatch-${seriesColorIndex(i)}`} />
+              <span className="jp-Air-device-index">{trans.__('GPU %1', device.index)}</span>
               <span className="jp-Air-device-name" title={device.name}>
                 {device.name}
               </span>
             </div>
             <div className="jp-Air-device-values">
-              <span className="jp-Air-value-utilization" title="Utilization">
+              <span className="jp-Air-value-utilization" title={trans.__('Utilization')}>
                 {formatValue(latestValue(history.gpus.utilization_percent[i]), '%')}
               </span>
-              <span className="jp-Air-value-memory" title="Memory used / total">
+              <span className="jp-Air-value-memory" title={trans.__('Memory used / total')}>
                 {formatBytes(memoryUsed)} / {formatBytes(device.memory_total_bytes)}
               </span>
-              <span className="jp-Air-value-temperature" title="Temperature">
+              <span className="jp-Air-value-temperature" title={trans.__('Temperature')}>
                 {formatValue(latestValue(history.gpus.temperature_celsius[i]), ' °C')}
               </span>
-              <span className="jp-Air-value-power" title="Power draw">
+              <span className="jp-Air-value-power" title={trans.__('Power draw')}>
                 {formatValue(latestValue(history.gpus.power_watts[i]), ' W', 1)}
               </span>
             </div>

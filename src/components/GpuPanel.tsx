@@ -1,10 +1,10 @@
 /** The whole GPU resources view, rendered from the model's current state. */
-import { refreshIcon } from '@jupyterlab/ui-components';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatDuration } from '../format';
 import { latestValue } from '../history';
 import type { GpuModel } from '../model';
+import { ErrorBanner, PausedBanner, VersionBanner } from './Banners';
 import { ChartsView } from './ChartsView';
 import { DeviceList } from './DeviceList';
 import { Header } from './Header';
@@ -16,17 +16,20 @@ export interface IGpuPanelProps {
   revision: number;
   themeKey: number;
   onOpenPath: (path: string) => void;
+  trans: TranslationBundle;
+  /** Icon shown in the Refresh button. */
+  refreshIcon?: React.ReactNode;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
-  const { model, revision, themeKey, onOpenPath } = props;
+  const { model, revision, themeKey, onOpenPath, trans, refreshIcon } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
   const error = model.error;
   const devices = model.devices;
+  const pausedAfterSeconds = model.pausedAfterSeconds;
   const onRefresh = () => void model.refresh();
-  const intervalMs = (payload?.interval_seconds ?? model.settings.pollIntervalSeconds) * 1000;
 
   return (
     <div className="jp-Air-panel-body">
@@ -36,55 +39,63 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
         newestSampleMs={model.newestSampleMs}
         state={state}
         onRefresh={onRefresh}
-        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        trans={trans}
+        refreshIcon={refreshIcon}
       />
-      {model.paused ? (
-        <div className="jp-Air-banner jp-Air-paused" role="status">
-          {model.pauseMessage}
-        </div>
+      {model.versionMismatch && model.serverVersion !== null ? (
+        <VersionBanner
+          serverVersion={model.serverVersion}
+          frontendVersion={model.frontendVersion}
+          trans={trans}
+        />
+      ) : null}
+      {pausedAfterSeconds !== null ? (
+        <PausedBanner timeoutSeconds={pausedAfterSeconds} trans={trans} />
       ) : null}
       {error ? (
-        <div
-          className={`jp-Air-banner ${error.kind === 'unavailable' ? 'jp-Air-unavailable' : 'jp-Air-error'}`}
-          role="alert"
-        >
-          <div className="jp-Air-banner-title">
-            {error.kind === 'unavailable' ? 'Server extension unavailable' : 'Reading GPU data failed'}
-          </div>
-          <div>{error.message}</div>
-          {model.retryInMs !== null && !model.paused ? (
-            <div className="jp-Air-retry">
-              Retrying in {formatDuration(Math.max(1, Math.round(model.retryInMs / 1000)))}.
-            </div>
-          ) : null}
-        </div>
+        <ErrorBanner
+          error={error}
+          retryInMs={pausedAfterSeconds === null ? model.retryInMs : null}
+          trans={trans}
+        />
       ) : null}
       {payload ? (
         <HostRow
           cpuPercent={latestValue(history.hostCpuPercent)}
           memoryUsedBytes={latestValue(history.hostMemoryUsedBytes)}
           memoryTotalBytes={payload.host?.memory_total_bytes ?? null}
+          trans={trans}
         />
       ) : null}
       {payload && !payload.available ? (
         <div className="jp-Air-empty">
-          <div className="jp-Air-empty-title">No GPU on this node</div>
-          <div className="jp-Air-empty-reason">{payload.reason ?? 'The server reports no GPU.'}</div>
+          <div className="jp-Air-empty-title">{trans.__('No GPU on this node')}</div>
+          <div className="jp-Air-empty-reason">
+            {payload.reason ?? trans.__('The server reports no GPU.')}
+          </div>
         </div>
       ) : null}
-      {!payload && !error ? <div className="jp-Air-loading">Loading GPU data…</div> : null}
+      {!payload && !error ? (
+        <div className="jp-Air-loading">{trans.__('Loading GPU data…')}</div>
+      ) : null}
       {devices.length > 0 ? (
         <>
-          <DeviceList devices={devices} history={history} />
+          <DeviceList devices={devices} history={history} trans={trans} />
           <ChartsView
             gpuCount={devices.length}
             history={history}
             revision={revision}
             themeKey={themeKey}
-            windowMs={model.settings.historyWindowMinutes * 60 * 1000}
-            maxGapMs={Math.max(2.5 * intervalMs, 2500)}
+            windowMs={model.chartWindowMs}
+            maxGapMs={model.maxGapMs}
+            trans={trans}
           />
-          <ProcessList devices={devices} processes={model.processes} onOpenPath={onOpenPath} />
+          <ProcessList
+            devices={devices}
+            processes={model.processes}
+            onOpenPath={onOpenPath}
+            trans={trans}
+          />
         </>
       ) : null}
     </div>

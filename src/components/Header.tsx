@@ -1,17 +1,27 @@
 /** Header of the GPU panel: node, source, newest sample time, state and Refresh. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatClock } from '../format';
 import type { GpuState } from '../model';
 
-const STATE_LABELS: Record<GpuState, string> = {
-  loading: 'loading',
-  live: 'live',
-  paused: 'paused',
-  'no-gpu': 'no GPU',
-  unavailable: 'server extension unavailable',
-  error: 'error'
-};
+/** The word shown for each state. */
+function stateLabel(state: GpuState, trans: TranslationBundle): string {
+  switch (state) {
+    case 'loading':
+      return trans.__('loading');
+    case 'live':
+      return trans.__('live');
+    case 'paused':
+      return trans.__('paused');
+    case 'no-gpu':
+      return trans.__('no GPU');
+    case 'unavailable':
+      return trans.__('server extension unavailable');
+    case 'error':
+      return trans.__('error');
+  }
+}
 
 export interface IHeaderProps {
   node: string | null;
@@ -19,44 +29,51 @@ export interface IHeaderProps {
   newestSampleMs: number | null;
   state: GpuState;
   onRefresh: () => void;
+  trans: TranslationBundle;
   /** Icon shown in the Refresh button. */
   refreshIcon?: React.ReactNode;
 }
 
 export function Header(props: IHeaderProps): JSX.Element {
-  const { node, source, newestSampleMs, state, onRefresh, refreshIcon } = props;
+  const { node, source, newestSampleMs, state, onRefresh, trans, refreshIcon } = props;
   return (
     <div className="jp-Air-header">
       <div className="jp-Air-header-main">
-        <span className="jp-Air-node" title="Node the server runs on">
+        <span className="jp-Air-node" title={trans.__('Node the server runs on')}>
           {node ?? '–'}
         </span>
         {source === 'simulated' ? (
           <span
             className="jp-Air-badge jp-Air-badge-simulated"
-            title="These numbers are simulated for demonstration; they are not read from a GPU."
+            title={trans.__(
+              'These numbers are simulated for demonstration; they are not read from a GPU.'
+            )}
           >
-            simulated
+            {trans.__('simulated')}
           </span>
         ) : source ? (
-          <span className="jp-Air-badge jp-Air-badge-source" title="Where the server reads GPU data">
+          <span
+            className="jp-Air-badge jp-Air-badge-source"
+            title={trans.__('Where the server reads GPU data')}
+          >
             {source}
           </span>
         ) : null}
         <span className={`jp-Air-state jp-Air-state-${state}`} data-state={state}>
-          {STATE_LABELS[state]}
+          {stateLabel(state, trans)}
         </span>
         <button
           className="jp-Air-refresh jp-mod-styled"
-          title="Fetch the newest values now (resumes polling)"
+          title={trans.__('Fetch the newest values now (resumes polling)')}
           onClick={onRefresh}
         >
           {refreshIcon}
-          <span>Refresh</span>
+          <span>{trans.__('Refresh')}</span>
         </button>
       </div>
-      <div className="jp-Air-header-time" title="Time of the newest sample">
-        Newest sample: <span className="jp-Air-newest">{formatClock(newestSampleMs)}</span>
+      <div className="jp-Air-header-time" title={trans.__('Time of the newest sample')}>
+        {trans.__('Newest sample:')}{' '}
+        <span className="jp-Air-newest">{formatClock(newestSampleMs)}</span>
       </div>
     </div>
   );

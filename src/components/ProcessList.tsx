@@ -1,4 +1,5 @@
 /** The compute processes on each GPU; a notebook kernel's path opens the notebook. */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { formatBytes } from '../format';
@@ -8,20 +9,21 @@ export interface IProcessListProps {
   devices: IGpuDevice[];
   processes: IGpuProcess[];
   onOpenPath: (path: string) => void;
+  trans: TranslationBundle;
 }
 
 export function ProcessList(props: IProcessListProps): JSX.Element {
-  const { devices, processes, onOpenPath } = props;
+  const { devices, processes, onOpenPath, trans } = props;
   return (
     <div className="jp-Air-processes">
-      <div className="jp-Air-section-title">Processes</div>
+      <div className="jp-Air-section-title">{trans.__('Processes')}</div>
       {devices.map(device => {
         const own = processes.filter(p => p.gpu_index === device.index);
         return (
           <div key={device.index} className="jp-Air-process-group" data-gpu-index={device.index}>
-            <div className="jp-Air-process-gpu">GPU {device.index}</div>
+            <div className="jp-Air-process-gpu">{trans.__('GPU %1', device.index)}</div>
             {own.length === 0 ? (
-              <div className="jp-Air-process-none">No compute processes</div>
+              <div className="jp-Air-process-none">{trans.__('No compute processes')}</div>
             ) : (
               <table className="jp-Air-process-table">
                 <tbody>
@@ -32,7 +34,7 @@ export function ProcessList(props: IProcessListProps): JSX.Element {
                         {p.path ? (
                           <button
                             className="jp-Air-process-path"
-                            title={`Open ${p.path}`}
+                            title={trans.__('Open %1', p.path)}
                             onClick={() => onOpenPath(p.path as string)}
                           >
                             {p.path}

@@ -18,7 +18,10 @@ export function recordGpuRequests(page: Page): Request[] {
 }
 
 export function isRefresh(request: Request): boolean {
-  return request.method() === 'POST' && new URL(request.url()).pathname.endsWith('/jupyter-air/gpu/refresh');
+  return (
+    request.method() === 'POST' &&
+    new URL(request.url()).pathname.endsWith('/jupyter-air/gpu/refresh')
+  );
 }
 
 export function isPoll(request: Request): boolean {

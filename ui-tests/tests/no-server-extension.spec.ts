@@ -15,7 +15,9 @@ test('says the server extension is unavailable, distinct from no GPU', async ({ 
     'Server extension unavailable'
   );
   await expect(panel.locator('.jp-Air-unavailable')).toContainText('answered 404');
-  await expect(panel.locator('.jp-Air-unavailable')).toContainText('Install the jupyter_air Python package');
+  await expect(panel.locator('.jp-Air-unavailable')).toContainText(
+    'Install the jupyter_air Python package'
+  );
   await expect(panel.locator('.jp-Air-state')).toHaveText('server extension unavailable');
   await expect(panel.locator('.jp-Air-empty')).toHaveCount(0);
 });

@@ -56,7 +56,10 @@ test.describe('GPU panel, simulated GPUs', () => {
     await expect(page.locator(`${PANEL} .jp-Air-device`)).toHaveCount(2);
   });
 
-  test('a kernel process links to its notebook, which opens on click', async ({ page, tmpPath }) => {
+  test('a kernel process links to its notebook, which opens on click', async ({
+    page,
+    tmpPath
+  }) => {
     // Given a notebook whose name holds HTML, and a GPU process that is its kernel. The simulated
     // source reports no processes, so the process is added to the real server's answers.
     const name = '<i>train.ipynb';
@@ -67,7 +70,14 @@ test.describe('GPU panel, simulated GPUs', () => {
       const response = await route.fetch();
       const body = await response.json();
       body.processes = [
-        { gpu_index: 1, pid: 4242, name: 'python', used_memory_bytes: 2 * 1024 ** 3, kernel_id: 'k', path: notebook }
+        {
+          gpu_index: 1,
+          pid: 4242,
+          name: 'python',
+          used_memory_bytes: 2 * 1024 ** 3,
+          kernel_id: 'k',
+          path: notebook
+        }
       ];
       await route.fulfill({ response, json: body });
     });
@@ -81,7 +91,9 @@ test.describe('GPU panel, simulated GPUs', () => {
     await expect(panel.locator('i')).toHaveCount(0);
     // When the path is clicked, Then the notebook opens in the main area
     await link.click();
-    await expect(page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })).toBeVisible();
+    await expect(
+      page.locator('.lm-DockPanel-tabBar .lm-TabBar-tab', { hasText: name })
+    ).toBeVisible();
     await expect(page.locator('.jp-NotebookPanel')).toBeVisible();
   });
 
@@ -116,21 +128,23 @@ test.describe('GPU panel, simulated GPUs', () => {
     test.use({
       mockSettings: {
         ...galata.DEFAULT_SETTINGS,
-        [PLUGIN_ID]: { pollIntervalSeconds: 1, inactivityTimeoutSeconds: 4 }
+        [PLUGIN_ID]: { pollIntervalSeconds: 1, inactivityTimeoutSeconds: 7 }
       }
     });
 
     test('pauses polling after inactivity and Refresh resumes it', async ({ page }) => {
-      // Given an open panel polling every second
+      // Given an open panel polling every 2 s (the 1-second setting is clamped to the server's sampling)
       const requests = recordGpuRequests(page);
       const panel = page.locator(PANEL);
       await page.locator(SIDEBAR_TAB).click();
       await expect(panel.locator('.jp-Air-device')).toHaveCount(2);
-      await expect.poll(() => requests.filter(isPoll).length).toBeGreaterThanOrEqual(3);
-      // When nobody touches the page for the 4-second timeout
+      await expect
+        .poll(() => requests.filter(isPoll).length, { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(3);
+      // When nobody touches the page for the 7-second timeout
       // Then polling pauses and says so
       await expect(panel.locator('.jp-Air-paused')).toHaveText(
-        'Paused after 4 seconds of inactivity — Refresh to resume',
+        'Paused after 7 seconds of inactivity — Refresh to resume',
         { timeout: 20_000 }
       );
       await expect(panel.locator('.jp-Air-state')).toHaveText('paused');
@@ -144,7 +158,9 @@ test.describe('GPU panel, simulated GPUs', () => {
       await expect.poll(() => requests.slice(whilePaused).filter(isRefresh).length).toBe(1);
       await expect(panel.locator('.jp-Air-paused')).toHaveCount(0);
       await expect(panel.locator('.jp-Air-state')).toHaveText('live');
-      await expect.poll(() => requests.slice(whilePaused).filter(isPoll).length).toBeGreaterThanOrEqual(2);
+      await expect
+        .poll(() => requests.slice(whilePaused).filter(isPoll).length, { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(2);
     });
   });
 

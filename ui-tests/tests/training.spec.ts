@@ -16,7 +16,9 @@ def train(lr):
 
 train.distributed(0.1)`;
 
-test('a distributed call links to its MLflow run, which opens in the MLflow UI', async ({ page }) => {
+test('a distributed call links to its MLflow run, which opens in the MLflow UI', async ({
+  page
+}) => {
   test.setTimeout(240_000);
   // Given a notebook that trains on 2 ranks in an experiment whose name holds HTML
   await page.notebook.createNew('train.ipynb');
@@ -26,7 +28,9 @@ test('a distributed call links to its MLflow run, which opens in the MLflow UI',
   // Then its output shows every rank's lines and the finished run, names as text
   const status = page.locator('.jp-Air-runStatus');
   await expect(status).toContainText('finished', { timeout: 180_000 });
-  await expect(page.locator('.jp-OutputArea-output', { hasText: '[rank 1] all_reduce sum = 3.0' })).toBeVisible();
+  await expect(
+    page.locator('.jp-OutputArea-output', { hasText: '[rank 1] all_reduce sum = 3.0' })
+  ).toBeVisible();
   const experimentLink = status.locator('a').first();
   const runLink = status.locator('a', { hasText: 'baseline' });
   await expect(experimentLink).toHaveText(EXPERIMENT);

@@ -9,19 +9,23 @@ import * as path from 'path';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 
+// The servers listen on consecutive ports from JUPYTER_AIR_UI_PORT_BASE (default 8891), so two checkouts
+// can run their browser tests side by side.
+const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
+
 const SERVERS = [
-  { name: 'simulated', port: 8891, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
-  { name: 'no-gpu', port: 8892, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
+  { name: 'simulated', port: PORT_BASE, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
+  { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
   {
     name: 'no-server-extension',
-    port: 8893,
+    port: PORT_BASE + 2,
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
   },
   {
     // Notebooks that train with @distributed; MLflow's embedded store lives in ui-tests/.air-home
     // (emptied by `make test-ui`).
     name: 'training',
-    port: 8894,
+    port: PORT_BASE + 3,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
       AIR_HOME: path.join(__dirname, '.air-home')

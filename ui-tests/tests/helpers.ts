@@ -1,4 +1,5 @@
 /** Selectors and helpers shared by the GPU panel browser tests. */
+import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { Locator, Page, Request } from '@playwright/test';
 
 export const PANEL_ID = 'jupyter-air-gpu-panel';
@@ -55,4 +56,32 @@ export async function widenRightSidebar(page: Page, width: number): Promise<void
   await page.mouse.down();
   await page.mouse.move(viewport.width - width - 33, y, { steps: 5 });
   await page.mouse.up();
+}
+
+/**
+ * Write a notebook of code cells at `path` and open it. Typing code into a cell lets the editor's
+ * auto-indent rewrite it when the machine is slow; a saved file is exactly what the test says.
+ */
+export async function openNotebook(
+  page: IJupyterLabPageFixture,
+  path: string,
+  sources: string[]
+): Promise<void> {
+  const notebook = {
+    cells: sources.map(source => ({
+      cell_type: 'code',
+      execution_count: null,
+      metadata: {},
+      outputs: [],
+      source
+    })),
+    metadata: {
+      kernelspec: { name: 'python3', display_name: 'Python 3 (ipykernel)', language: 'python' }
+    },
+    nbformat: 4,
+    nbformat_minor: 5
+  };
+  await page.contents.uploadContent(JSON.stringify(notebook), 'text', path);
+  await page.notebook.openByPath(path);
+  await page.notebook.activate(path.split('/').pop()!);
 }

@@ -1,6 +1,8 @@
 /** A notebook trains with @distributed on 2 CPU ranks; the cell links to its MLflow run, which opens. */
 import { expect, test } from '@jupyterlab/galata';
 
+import { openNotebook } from './helpers';
+
 const EXPERIMENT = '<b>mnist</b> ddp';
 
 const TRAIN = `from jupyter_air import distributed
@@ -17,12 +19,12 @@ def train(lr):
 train.distributed(0.1)`;
 
 test('a distributed call links to its MLflow run, which opens in the MLflow UI', async ({
-  page
+  page,
+  tmpPath
 }) => {
   test.setTimeout(240_000);
   // Given a notebook that trains on 2 ranks in an experiment whose name holds HTML
-  await page.notebook.createNew('train.ipynb');
-  await page.notebook.setCell(0, 'code', TRAIN);
+  await openNotebook(page, `${tmpPath}/train.ipynb`, [TRAIN]);
   // When the cell runs
   await page.notebook.runCell(0);
   // Then its output shows every rank's lines and the finished run, names as text

@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo test test-py test-js test-ui bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo test test-py test-js test-ui lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -47,8 +47,16 @@ demo: install
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 
+# The linters first: a finding fails `make test` (and CI) before any suite runs.
 test: install chromium
-	$(MAKE) test-py test-js test-ui
+	$(MAKE) lint test-py test-js test-ui
+
+lint: lint-py lint-js
+
+# ruff (rules and format settings in pyproject.toml) over the package, tests, benchmarks and ui-tests.
+lint-py:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test-py:
 	$(PY) -m pytest -q
@@ -57,7 +65,6 @@ test-js:
 	jlpm test
 
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).
-.PHONY: lint-js
 lint-js:
 	jlpm lint:check
 

@@ -55,8 +55,16 @@ def _in_thread(action):
 
 
 def _torchrun(script: pathlib.Path):
-    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={RANKS}", "--rdzv-backend=c10d",
-               "--rdzv-endpoint=localhost:0", "--max-restarts=0", str(script)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={RANKS}",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=localhost:0",
+        "--max-restarts=0",
+        str(script),
+    ]
     return lambda: subprocess.run(command, check=True, capture_output=True)
 
 
@@ -111,10 +119,12 @@ def main() -> None:
         print(f"  {label:<52} {seconds * 1000:6.0f} ms {q1:5.0f}-{q3:<5.0f}ms  {seconds / baseline:5.2f}x")
     ours = fast[".distributed() (MLflow run, logs, system metrics)"]
     ratio = medians[".distributed() (MLflow run, logs, system metrics)"] / baseline
-    paired = statistics.median(a / b for a, b in zip(ours, fast[baseline_label]))
+    paired = statistics.median(a / b for a, b in zip(ours, fast[baseline_label], strict=True))
     verdict = "meets" if ratio <= GOAL_RATIO else "misses"
-    print(f".distributed() / bare elastic_launch: {ratio:.2f}x of medians, {paired:.2f}x median of paired rounds"
-          f" ({verdict} the {GOAL_RATIO}x goal)")
+    print(
+        f".distributed() / bare elastic_launch: {ratio:.2f}x of medians, {paired:.2f}x median of paired rounds"
+        f" ({verdict} the {GOAL_RATIO}x goal)"
+    )
     print(
         f"Start method: {START_METHOD}. Ranks fork from a fresh server process that imported torch but never"
         " initialised CUDA, so no rank inherits the kernel's CUDA context, threads or locks (the danger of"

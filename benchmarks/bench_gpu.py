@@ -29,6 +29,7 @@ def _percentile(values, q):
 def tick_cost(gpus: int, ticks: int = 2000) -> tuple[float, float]:
     """Median microseconds per sampler tick, total and with the fake NVML's own time removed."""
     from fake_pynvml import FakeGpu, FakeNvml
+
     from jupyter_air.gpu.history import History
     from jupyter_air.gpu.host import read_host
     from jupyter_air.gpu.nvml import NvmlSource
@@ -68,17 +69,18 @@ def payload_sizes(gpus: int = 8, samples: int = 720) -> tuple[int, int, int, int
 
     source = SimulatedSource(gpus)
     source.open()
-    sampler = Sampler(lambda: source, 10, 7200, 300)
-    sampler.source = source
-    sampler.history = History(samples)
+    sampler = Sampler(lambda: source, 10, samples * 10, 300)
+    sampler.sample_now()  # opens the source; the history is then filled with older samples
+    history = History(samples)
     now = int(time.time() * 1000)
     for k in range(samples):
-        sampler.history.append(now - (samples - k) * 10_000, source.read(), read_host())
+        history.append(now - (samples - k) * 10_000, source.read(), read_host())
+    sampler._history = history
     service = GpuService(sampler)
     started = time.perf_counter()
-    full = json.dumps(asyncio.run(service._payload(None))).encode()
+    full = json.dumps(asyncio.run(service._payload(sampler.snapshot(None)))).encode()
     build_ms = (time.perf_counter() - started) * 1e3
-    poll = json.dumps(asyncio.run(service._payload(now - 15_000))).encode()
+    poll = json.dumps(asyncio.run(service._payload(sampler.snapshot(now - 15_000)))).encode()
     return len(poll), len(gzip.compress(poll)), len(full), len(gzip.compress(full)), build_ms
 
 
@@ -92,11 +94,24 @@ def start_server(gpus: int, interval: float) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {**os.environ, "JUPYTER_AIR_GPU_SOURCE": "simulated"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={TOKEN}", "--ServerApp.open_browser=False", "--ServerApp.allow_root=True",
-         f"--JupyterAir.simulated_gpus={gpus}", f"--JupyterAir.sample_interval_seconds={interval}",
-         "--ServerApp.log_level=WARN"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={TOKEN}",
+            "--ServerApp.open_browser=False",
+            "--ServerApp.allow_root=True",
+            f"--JupyterAir.simulated_gpus={gpus}",
+            f"--JupyterAir.sample_interval_seconds={interval}",
+            "--ServerApp.log_level=WARN",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
     url = f"http://127.0.0.1:{port}/jupyter-air/gpu"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -152,9 +167,11 @@ def main() -> None:
         total, own = tick_cost(gpus)
         print(f"sampler tick, {gpus} fake GPU(s): {total:.0f} us per tick, {own:.0f} us excluding NVML's own time")
     poll, poll_gz, full, full_gz, build_ms = payload_sizes()
-    print(f"payload, 8 GPUs: 10-second since poll {poll} B ({poll_gz} B gzip); "
-          f"full 2-hour history (720 samples) {full / 1024:.0f} KiB ({full_gz / 1024:.0f} KiB gzip), "
-          f"built and serialised in {build_ms:.1f} ms")
+    print(
+        f"payload, 8 GPUs: 10-second since poll {poll} B ({poll_gz} B gzip); "
+        f"full 2-hour history (720 samples) {full / 1024:.0f} KiB ({full_gz / 1024:.0f} KiB gzip), "
+        f"built and serialised in {build_ms:.1f} ms"
+    )
     proc, url = start_server(gpus=8, interval=1.0)
     try:
         for count, each in ((1, 200), (100, 10)):
@@ -164,10 +181,14 @@ def main() -> None:
         one = server_cpu_seconds(proc, url, 1, window)
         twenty = server_cpu_seconds(proc, url, 20, window)
         status = server_cpu_seconds(proc, url.replace("/jupyter-air/gpu", "/api/status"), 20, window)
-        print(f"server CPU over {window:.0f} s (8 simulated GPUs sampled every 1 s, each poller polling every 1 s): "
-              f"1 poller {one:.2f} s, 20 pollers {twenty:.2f} s, ratio {twenty / one:.2f}x (baseline: 1 poller)")
-        print(f"  for scale, 20 pollers of jupyter_server's own /api/status (no GPU work) cost {status:.2f} s: "
-              f"the GPU route costs {twenty / status:.2f}x the server's cheapest authenticated route")
+        print(
+            f"server CPU over {window:.0f} s (8 simulated GPUs sampled every 1 s, each poller polling every 1 s): "
+            f"1 poller {one:.2f} s, 20 pollers {twenty:.2f} s, ratio {twenty / one:.2f}x (baseline: 1 poller)"
+        )
+        print(
+            f"  for scale, 20 pollers of jupyter_server's own /api/status (no GPU work) cost {status:.2f} s: "
+            f"the GPU route costs {twenty / status:.2f}x the server's cheapest authenticated route"
+        )
     finally:
         proc.terminate()
         proc.wait(10)

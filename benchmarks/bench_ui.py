@@ -46,14 +46,22 @@ def main() -> None:
         raise RuntimeError(f"The chart benchmark failed in the browser: {result['error']}")
     update = result["update_in_place"]
     baseline = result["baseline_recreate"]
-    print(f"Chart update, {result['gpus']} GPUs x {result['samples']} samples, 3 uPlot charts "
-          f"(median of {update['runs']} polls, performance.now() in Chromium):")
-    print(f"  update_in_place_median_ms   {update['median_ms']:7.2f}  (min {update['min_ms']:.2f}, "
-          f"max {update['max_ms']:.2f})")
-    print(f"  goal_ms                     {GOAL_MS:7.2f}  -> median is {update['median_ms'] / GOAL_MS:.2f} of the goal "
-          f"({'meets' if update['median_ms'] < GOAL_MS else 'MISSES'} it)")
-    print(f"  baseline: recreate_charts_median_ms {baseline['median_ms']:7.2f}  -> in-place update is "
-          f"{baseline['median_ms'] / max(update['median_ms'], 1e-9):.1f}x faster")
+    print(
+        f"Chart update, {result['gpus']} GPUs x {result['samples']} samples, 3 uPlot charts "
+        f"(median of {update['runs']} polls, performance.now() in Chromium):"
+    )
+    print(
+        f"  update_in_place_median_ms   {update['median_ms']:7.2f}  (min {update['min_ms']:.2f}, "
+        f"max {update['max_ms']:.2f})"
+    )
+    print(
+        f"  goal_ms                     {GOAL_MS:7.2f}  -> median is {update['median_ms'] / GOAL_MS:.2f} of the goal "
+        f"({'meets' if update['median_ms'] < GOAL_MS else 'MISSES'} it)"
+    )
+    print(
+        f"  baseline: recreate_charts_median_ms {baseline['median_ms']:7.2f}  -> in-place update is "
+        f"{baseline['median_ms'] / max(update['median_ms'], 1e-9):.1f}x faster"
+    )
     print(f"  browser: {result['user_agent']}")
 
 

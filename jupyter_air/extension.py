@@ -6,7 +6,7 @@ import os
 import shutil
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Float, Integer, TraitError, validate
 
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
@@ -20,61 +20,60 @@ class JupyterAir(ExtensionApp):
     name = "jupyter_air"
 
     sample_interval_seconds = Float(
-        10.0, config=True,
+        10.0,
+        config=True,
         help="Seconds between two GPU samples. Lower values cost more NVML calls; 1-60 is sensible (tests use 0.1).",
     )
     history_seconds = Float(
-        7200.0, config=True,
+        7200.0,
+        config=True,
         help="Seconds of history the server keeps for the GPU panel; capacity is history / interval samples "
-             "(7200 s at 10 s = 720 samples, about 60 KB per GPU).",
+        "(7200 s at 10 s = 720 samples, about 60 KB per GPU).",
     )
     idle_timeout_seconds = Float(
-        300.0, config=True,
+        300.0,
+        config=True,
         help="Sampling stops after this many seconds without a request to the GPU routes (no NVML calls at all "
-             "then) and resumes on the next request or Refresh.",
+        "then) and resumes on the next request or Refresh.",
     )
-    gpu_source = Unicode(
-        "auto", config=True,
+    gpu_source = Enum(
+        SOURCE_KINDS,
+        default_value="auto",
+        config=True,
         help="Where GPU figures come from: 'auto' (NVML when it loads, else none), 'nvml', 'simulated' (made-up "
-             "GPUs for demos and UI tests, always labelled simulated) or 'none'. The environment variable "
-             f"{SOURCE_ENV} overrides this setting.",
+        "GPUs for demos and UI tests, always labelled simulated) or 'none'. The environment variable "
+        f"{SOURCE_ENV} overrides this setting.",
     )
     simulated_gpus = Integer(
-        2, config=True, help="Number of GPUs the 'simulated' source reports (1-16).",
+        2,
+        min=1,
+        max=16,
+        config=True,
+        help="Number of GPUs the 'simulated' source reports (1-16).",
     )
 
     allow_proxy_route = Bool(
-        False, config=True,
+        False,
+        config=True,
         help="Turn on jupyter-server-proxy's generic /proxy/<port>/ route (off by default): it forwards "
-             "authenticated requests to any port of this machine without Jupyter's origin check. jupyter_air's "
-             "MLflow UI does not need it.",
+        "authenticated requests to any port of this machine without Jupyter's origin check. jupyter_air's "
+        "MLflow UI does not need it.",
     )
 
     job_check_interval_seconds = Float(
-        5.0, config=True,
+        5.0,
+        config=True,
         help="Seconds between two checks that the supervisors of running `air` jobs under AIR_HOME are alive; "
-             "a job whose supervisor died (killed, out of memory) is marked FAILED, its workload stopped and its "
-             "MLflow run ended within this time. 0 turns the check off (the next `air` command still does it).",
+        "a job whose supervisor died (killed, out of memory) is marked FAILED, its workload stopped and its "
+        "MLflow run ended within this time. 0 turns the check off (the next `air` command still does it).",
     )
 
     @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")
     def _positive(self, proposal):
         if proposal["value"] <= 0:
-            raise TraitError(f"JupyterAir.{proposal['trait'].name} must be a positive number of seconds, "
-                             f"got {proposal['value']}.")
-        return proposal["value"]
-
-    @validate("gpu_source")
-    def _known_source(self, proposal):
-        if proposal["value"] not in SOURCE_KINDS:
-            raise TraitError(f"JupyterAir.gpu_source must be one of {', '.join(SOURCE_KINDS)}, "
-                             f"got {proposal['value']!r}.")
-        return proposal["value"]
-
-    @validate("simulated_gpus")
-    def _gpu_count(self, proposal):
-        if not 1 <= proposal["value"] <= 16:
-            raise TraitError(f"JupyterAir.simulated_gpus must be between 1 and 16, got {proposal['value']}.")
+            raise TraitError(
+                f"JupyterAir.{proposal['trait'].name} must be a positive number of seconds, got {proposal['value']}."
+            )
         return proposal["value"]
 
     def _source_kind(self) -> str:
@@ -127,7 +126,7 @@ class JupyterAir(ExtensionApp):
         try:
             for job_run_id in reap_if_any(home):
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
-        except Exception:  # noqa: BLE001 - a broken job database must not stop the checks
+        except Exception:
             self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
 
     def initialize_handlers(self) -> None:

@@ -37,8 +37,12 @@ class BaseHandler(APIHandler):
             parsed = -1
         if parsed < 0:
             raise tornado.web.HTTPError(
-                400, "Query parameter %r must be a non-negative integer epoch time in milliseconds "
-                "(e.g. %s=1764420000000), got %r.", name, name, value[:100],
+                400,
+                "Query parameter %r must be a non-negative integer epoch time in milliseconds "
+                "(e.g. %s=1764420000000), got %r.",
+                name,
+                name,
+                value[:100],
             )
         return parsed
 

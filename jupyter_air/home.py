@@ -82,5 +82,8 @@ def _warn_if_shared(home: pathlib.Path) -> None:
     if mode & 0o077:
         log.warning(
             "AIR_HOME %s can be read by other users (mode %o) and holds job environments and runs: "
-            "run `chmod 700 %s` to make it private.", home, mode, home,
+            "run `chmod 700 %s` to make it private.",
+            home,
+            mode,
+            home,
         )

@@ -2,48 +2,12 @@
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import itertools
-import linecache
-import os
-
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
-_cell_numbers = itertools.count(1)
-
-
-def _register_cell(source: str, kind: str) -> str:
-    """Give the cell a file name whose source lines tracebacks can show (here and in workers)."""
-    filename = f"<{kind} cell {next(_cell_numbers)}>"
-    lines = source.splitlines(keepends=True)
-    linecache.cache[filename] = (len(source), None, lines, filename)
-    return filename
-
-
-@contextlib.contextmanager
-def _active_in_kernel(run_id: str):
-    """Make the run the kernel's active MLflow run, so ``mlflow.log_*`` in the cell goes to it."""
-    import mlflow
-
-    from jupyter_air.tracking.store import tracking_uri
-
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
-    os.environ["MLFLOW_TRACKING_URI"] = tracking_uri()
-    try:
-        mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
-        try:
-            yield
-        finally:
-            mlflow.end_run()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+from jupyter_air.training.options import from_magic
+from jupyter_air.training.options import magic_arguments as run_options
 
 
 def _unquote(value: str | None) -> str | None:
@@ -53,18 +17,10 @@ def _unquote(value: str | None) -> str | None:
     return value
 
 
-def _run_cell_here(source: str, filename: str, namespace: dict):
-    """Execute the cell in the notebook's namespace; its last expression's value is the magic's result."""
-    tree = ast.parse(source, filename)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - running the user's own cell is the point
-    if last is not None:
-        return eval(compile(ast.Expression(last.value), filename, "eval"), namespace)  # noqa: S307
-    return None
-
-
-def _scalar_params(namespace: dict) -> dict[str, str]:
-    return {k: repr(v) for k, v in namespace.items() if isinstance(v, (bool, int, float, str)) and len(repr(v)) < 500}
+def _options(args):
+    return from_magic(
+        args, experiment=_unquote(getattr(args, "experiment", None)), run_name=_unquote(getattr(args, "run_name", None))
+    )
 
 
 @magics_class
@@ -72,11 +28,7 @@ class AirMagics(Magics):
     """Tracked runs and distributed training from notebook cells."""
 
     @magic_arguments()
-    @argument("--gpus", type=int, default=None, help="processes to start, one per GPU (default: every visible GPU; on a node without GPUs, N CPU processes, 1 by default)")
-    @argument("--experiment", default=None, help="MLflow experiment name (default: mlflow.set_experiment's, MLFLOW_EXPERIMENT_NAME, then /Users/<user>/<notebook>)")
-    @argument("--run-name", default=None, help="MLflow run name (default: a generated one)")
-    @argument("--timeout", type=float, default=None, help="seconds after which a hung call is stopped (default: no limit)")
-    @argument("--no-system-metrics", action="store_true", help="do not record CPU, memory and GPU metrics in the run")
+    @run_options()
     @cell_magic
     def air_distributed(self, line, cell):
         """Run this cell on every GPU of the node (torch elastic launch) as one tracked MLflow run.
@@ -86,11 +38,17 @@ class AirMagics(Magics):
         LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT and MLFLOW_RUN_ID are set on every rank.
         """
         from jupyter_air.training.api import run_distributed
-        from jupyter_air.training.cell import run_cell_on_rank, shipped_namespace, unpicklable
+        from jupyter_air.training.cell import (
+            register_source,
+            run_cell_on_rank,
+            scalar_params,
+            shipped_namespace,
+            unpicklable,
+        )
 
-        args = parse_argstring(self.air_distributed, line)
+        options = _options(parse_argstring(self.air_distributed, line))
         source = self.shell.transform_cell(cell)
-        filename = _register_cell(source, "air_distributed")
+        filename = register_source(source, "air_distributed")
         namespace = shipped_namespace(source, self.shell.user_ns)
         stuck = unpicklable(namespace)
         if stuck:
@@ -103,14 +61,10 @@ class AirMagics(Magics):
             run_cell_on_rank,
             (source, filename, namespace),
             {},
-            gpus=args.gpus,
-            experiment=_unquote(args.experiment),
-            run_name=_unquote(args.run_name),
-            log_system_metrics=not args.no_system_metrics,
-            timeout=args.timeout,
+            options,
             source="magic",
             name="air_distributed cell",
-            params=_scalar_params(namespace),
+            params=scalar_params(namespace),
         )
         returned = results[0]
         self.shell.user_ns.update(returned["values"])
@@ -121,29 +75,31 @@ class AirMagics(Magics):
             print(f"Not returned (cannot be pickled; they stayed on the workers): {kept}")
 
     @magic_arguments()
-    @argument("--experiment", default=None, help="MLflow experiment name (default: mlflow.set_experiment's, MLFLOW_EXPERIMENT_NAME, then /Users/<user>/<notebook>)")
-    @argument("--run-name", default=None, help="MLflow run name (default: a generated one)")
-    @argument("--no-system-metrics", action="store_true", help="do not record CPU, memory and GPU metrics in the run")
+    @run_options("experiment", "run_name", "log_system_metrics")
     @cell_magic
     def air_run(self, line, cell):
         """Run this cell in this kernel inside a tracked MLflow run (its `mlflow.log_*` calls go to it).
 
         The run ends FINISHED, or FAILED when the cell raises (the exception still propagates).
         """
-        from jupyter_air.training.tracked import tracked_run
+        from jupyter_air.training.cell import register_source, run_cell_here
+        from jupyter_air.training.tracked import active_in_kernel, tracked_run
 
-        args = parse_argstring(self.air_run, line)
+        options = _options(parse_argstring(self.air_run, line))
         source = self.shell.transform_cell(cell)
-        filename = _register_cell(source, "air_run")
+        filename = register_source(source, "air_run")
         tags = {"air.source": "magic", "air.function": "air_run cell", "air.gpus": "0", "air.world_size": "1"}
-        with tracked_run(
-            experiment=_unquote(args.experiment),
-            run_name=_unquote(args.run_name),
-            tags=tags,
-            params={},
-            log_system_metrics=not args.no_system_metrics,
-        ) as run, _active_in_kernel(run.run.run_id):
-            return _run_cell_here(source, filename, self.shell.user_ns)
+        with (
+            tracked_run(
+                experiment=options.experiment,
+                run_name=options.run_name,
+                tags=tags,
+                params={},
+                log_system_metrics=options.log_system_metrics,
+            ) as run,
+            active_in_kernel(run.run.run_id),
+        ):
+            return run_cell_here(source, filename, self.shell.user_ns)
 
     @line_magic
     def air_gpu(self, line):

@@ -6,6 +6,8 @@ import html
 import sys
 import time
 
+from jupyter_air.format import duration
+
 _STATUS_COLOURS = {"RUNNING": "#1f6feb", "FINISHED": "#1a7f37", "FAILED": "#cf222e", "KILLED": "#9a6700"}
 
 
@@ -13,12 +15,6 @@ def in_jupyter_kernel() -> bool:
     """True inside a Jupyter kernel, where rich (HTML) outputs are shown."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     return bool(shell) and getattr(shell, "kernel", None) is not None
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s" if hours else f"{minutes}m {secs:02d}s" if minutes else f"{seconds:.1f}s"
 
 
 def _experiment_url(run_url: str | None) -> str | None:
@@ -40,7 +36,7 @@ def render_html(run, status: str, seconds: float) -> str:
         '<div class="jp-Air-runStatus">MLflow experiment '
         f"{_link(run.experiment_name, _experiment_url(run.url))} · run {_link(run.run_name, run.url)}"
         f' · <span style="color:{colour};font-weight:600">{html.escape(status.lower())}</span>'
-        f" · {_duration(seconds)}{hint}</div>"
+        f" · {duration(seconds)}{hint}</div>"
     )
 
 
@@ -48,7 +44,7 @@ def render_text(run, status: str, seconds: float) -> str:
     where = run.url or "no MLflow UI link (open the store with `mlflow ui`)"
     return (
         f"MLflow run {run.run_name!r} ({run.run_id}) in experiment {run.experiment_name!r}: "
-        f"{status.lower()} after {_duration(seconds)} · {where}"
+        f"{status.lower()} after {duration(seconds)} · {where}"
     )
 
 

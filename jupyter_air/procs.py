@@ -9,6 +9,7 @@ first is still stopped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterable, Mapping
@@ -143,17 +144,16 @@ def _in_session(proc: psutil.Process, sessions: set[int], earliest: float | None
         return False
 
 
-def stop_tree(pid: int, started: float | None, grace_seconds: float = TERM_GRACE_SECONDS,
-              marker: Mapping[str, str] | None = None) -> dict[int, int]:
+def stop_tree(
+    pid: int, started: float | None, grace_seconds: float = TERM_GRACE_SECONDS, marker: Mapping[str, str] | None = None
+) -> dict[int, int]:
     """Stop the process ``pid`` (a session leader), everything under it and everything carrying ``marker``."""
     return ProcessTree([(pid, started)], marker).stop(grace_seconds)
 
 
 def _signal(proc: psutil.Process, sig: int) -> None:
-    try:
+    with contextlib.suppress(psutil.Error):
         proc.send_signal(sig)
-    except psutil.Error:
-        pass
 
 
 def become_subreaper() -> bool:

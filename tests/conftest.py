@@ -7,24 +7,20 @@ import os
 import sys
 
 import pytest
-
 from fake_pynvml import FakeGpu, FakeNvml
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 @pytest.fixture(autouse=True)
-def restore_gpu_source_environment():
+def restore_gpu_source_environment(monkeypatch):
     """A Jupyter server exports its GPU source to its kernels through the environment: undo that per test."""
     from jupyter_air.gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV
 
-    saved = {name: os.environ.get(name) for name in (SOURCE_ENV, SIMULATED_GPUS_ENV)}
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # records the value to put back after the test
+        if not os.environ[name]:
+            monkeypatch.delenv(name)
 
 
 @pytest.fixture
@@ -82,4 +78,3 @@ def gpu(jp_fetch):
         return json.loads(response.body)
 
     return fetch
-

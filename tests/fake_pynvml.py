@@ -15,8 +15,17 @@ class NVMLError(Exception):
     pass
 
 
-_ERROR_NAMES = ("LibraryNotFound", "DriverNotLoaded", "NoPermission", "NotSupported", "GpuIsLost", "Unknown",
-                "GpuNotFound", "ResetRequired", "Uninitialized")
+_ERROR_NAMES = (
+    "LibraryNotFound",
+    "DriverNotLoaded",
+    "NoPermission",
+    "NotSupported",
+    "GpuIsLost",
+    "Unknown",
+    "GpuNotFound",
+    "ResetRequired",
+    "Uninitialized",
+)
 ERRORS = {name: type(f"NVMLError_{name}", (NVMLError,), {}) for name in _ERROR_NAMES}
 
 
@@ -26,10 +35,10 @@ class FakeGpu:
     utilization_percent: int = 37
     memory_used_bytes: int = 1 << 30
     memory_total_bytes: int = 80 << 30
-    temperature_celsius: int | str = 54      # an error name ("NotSupported") makes the call raise it
+    temperature_celsius: int | str = 54  # an error name ("NotSupported") makes the call raise it
     power_milliwatts: int = 210_500
-    lost_after: int | None = None            # raise GpuIsLost once this many utilization reads happened
-    processes: list[tuple[int, int]] = field(default_factory=list)   # (pid, used bytes)
+    lost_after: int | None = None  # raise GpuIsLost once this many utilization reads happened
+    processes: list[tuple[int, int]] = field(default_factory=list)  # (pid, used bytes)
     reads: int = 0
 
 
@@ -93,8 +102,11 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetMemoryInfo(self, handle):
         self._call("nvmlDeviceGetMemoryInfo")
         gpu = self._gpu(handle)
-        return types.SimpleNamespace(used=gpu.memory_used_bytes, total=gpu.memory_total_bytes,
-                                     free=gpu.memory_total_bytes - gpu.memory_used_bytes)
+        return types.SimpleNamespace(
+            used=gpu.memory_used_bytes,
+            total=gpu.memory_total_bytes,
+            free=gpu.memory_total_bytes - gpu.memory_used_bytes,
+        )
 
     def nvmlDeviceGetUtilizationRates(self, handle):
         self._call("nvmlDeviceGetUtilizationRates")

@@ -14,8 +14,10 @@ def jp_server_config(air_config, fake_nvml):
     # With allow_unauthenticated_access=False, jupyter_server warns about every route that lacks
     # @tornado.web.authenticated; the warning is turned into an error below, so the extension would not load.
     warnings.simplefilter("error", JupyterServerAuthWarning)
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}, "allow_unauthenticated_access": False},
-            "JupyterAir": air_config}
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_air": True}, "allow_unauthenticated_access": False},
+        "JupyterAir": air_config,
+    }
 
 
 async def test_every_route_loads_with_authentication_enforced(jp_fetch, jp_serverapp):

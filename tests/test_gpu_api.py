@@ -7,9 +7,8 @@ import logging
 import time
 
 import pytest
-from tornado.httpclient import HTTPClientError
-
 from fake_pynvml import FakeGpu
+from tornado.httpclient import HTTPClientError
 from waiting import eventually
 
 GPU_SERIES = {"utilization_percent", "memory_used_bytes", "temperature_celsius", "power_watts"}
@@ -25,8 +24,13 @@ async def test_payload_contract_and_units(gpu):
     assert payload["interval_seconds"] == 0.05 and payload["idle_timeout_seconds"] == 60
     assert payload["history_seconds"] == 7200
     assert [d["index"] for d in payload["devices"]] == [0, 1]
-    assert payload["devices"][0] == {"index": 0, "uuid": "GPU-fake-0", "name": "NVIDIA H100 80GB HBM3",
-                                     "memory_total_bytes": 80 << 30, "error": None}
+    assert payload["devices"][0] == {
+        "index": 0,
+        "uuid": "GPU-fake-0",
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_total_bytes": 80 << 30,
+        "error": None,
+    }
     samples = len(payload["timestamps_ms"])
     assert samples >= 1
     assert set(payload["gpus"]) == GPU_SERIES
@@ -61,8 +65,9 @@ async def test_since_returns_only_newer_samples(gpu, jp_serverapp):
     assert future["devices"] == full["devices"]
 
 
-@pytest.mark.parametrize("air_config", [{"sample_interval_seconds": 0.02, "history_seconds": 0.2,
-                                         "gpu_source": "nvml"}])
+@pytest.mark.parametrize(
+    "air_config", [{"sample_interval_seconds": 0.02, "history_seconds": 0.2, "gpu_source": "nvml"}]
+)
 async def test_ring_buffer_is_bounded_at_capacity(gpu, fake_nvml):
     # Given capacity = 0.2 s / 0.02 s = 10 samples
     await gpu()
@@ -76,8 +81,9 @@ async def test_ring_buffer_is_bounded_at_capacity(gpu, fake_nvml):
     assert all(len(s) == 10 for s in payload["gpus"]["utilization_percent"])
 
 
-@pytest.mark.parametrize("air_config", [{"sample_interval_seconds": 0.05, "idle_timeout_seconds": 0.3,
-                                         "gpu_source": "nvml"}])
+@pytest.mark.parametrize(
+    "air_config", [{"sample_interval_seconds": 0.05, "idle_timeout_seconds": 0.3, "gpu_source": "nvml"}]
+)
 async def test_idle_stop_makes_no_nvml_calls_then_resumes(gpu, fake_nvml, jp_serverapp):
     # Given a sampler nobody asks for 0.3 s
     await gpu()
@@ -149,11 +155,14 @@ async def test_unauthenticated_requests_are_refused(http_server_client, jp_base_
     assert err.value.code in (401, 403)
 
 
-@pytest.mark.parametrize("nvml_init_error,words", [
-    ("LibraryNotFound", "driver library"),
-    ("DriverNotLoaded", "not loaded"),
-    ("NoPermission", "permission"),
-])
+@pytest.mark.parametrize(
+    "nvml_init_error,words",
+    [
+        ("LibraryNotFound", "driver library"),
+        ("DriverNotLoaded", "not loaded"),
+        ("NoPermission", "permission"),
+    ],
+)
 async def test_nvml_that_cannot_start_gives_a_reason(gpu, nvml_init_error, words):
     payload = await gpu()
     assert payload["available"] is False
@@ -250,4 +259,3 @@ async def _sleep(seconds):
     import asyncio
 
     await asyncio.sleep(seconds)
-

@@ -13,8 +13,19 @@ from jupyter_air.gpu.types import GpuProcess
 
 async def test_kernel_process_is_attributed_to_its_notebook(jp_fetch, jp_serverapp, gpu, fake_nvml):
     # Given a real kernel started for a notebook through the server
-    response = await jp_fetch("api", "sessions", method="POST", body=json.dumps(
-        {"path": "experiments/train.ipynb", "type": "notebook", "name": "train.ipynb", "kernel": {"name": "python3"}}))
+    response = await jp_fetch(
+        "api",
+        "sessions",
+        method="POST",
+        body=json.dumps(
+            {
+                "path": "experiments/train.ipynb",
+                "type": "notebook",
+                "name": "train.ipynb",
+                "kernel": {"name": "python3"},
+            }
+        ),
+    )
     session = json.loads(response.body)
     kernel_id = session["kernel"]["id"]
     kernel_pid = jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner.pid
@@ -25,9 +36,14 @@ async def test_kernel_process_is_attributed_to_its_notebook(jp_fetch, jp_servera
         payload = await gpu(refresh=True)
         # Then the kernel's row names the kernel and the notebook path; the other row names none
         rows = {row["pid"]: row for row in payload["processes"]}
-        assert rows[kernel_pid] == {"gpu_index": 1, "pid": kernel_pid, "name": rows[kernel_pid]["name"],
-                                    "used_memory_bytes": 3 << 30, "kernel_id": kernel_id,
-                                    "path": "experiments/train.ipynb"}
+        assert rows[kernel_pid] == {
+            "gpu_index": 1,
+            "pid": kernel_pid,
+            "name": rows[kernel_pid]["name"],
+            "used_memory_bytes": 3 << 30,
+            "kernel_id": kernel_id,
+            "path": "experiments/train.ipynb",
+        }
         assert rows[kernel_pid]["name"]
         assert rows[os.getpid()]["kernel_id"] is None and rows[os.getpid()]["path"] is None
     finally:

@@ -39,8 +39,10 @@ def allow_proxy_route() -> bool:
 @pytest.fixture
 def jp_server_config(air_config, fake_nvml, allow_proxy_route):
     extensions = {"jupyter_air": True, "jupyter_server_proxy": True}
-    return {"ServerApp": {"jpserver_extensions": extensions},
-            "JupyterAir": {**air_config, "allow_proxy_route": allow_proxy_route}}
+    return {
+        "ServerApp": {"jpserver_extensions": extensions},
+        "JupyterAir": {**air_config, "allow_proxy_route": allow_proxy_route},
+    }
 
 
 async def test_the_generic_proxy_route_is_off_by_default(jp_fetch, local_service):

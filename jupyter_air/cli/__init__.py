@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional
 
 EPILOG = """examples:
   air run -f workload.yaml --watch
@@ -42,6 +41,10 @@ def _positive(text: str) -> int:
     return _integer(text, 1)
 
 
+def _repeatable(parser: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
+    parser.add_argument(flag, action="append", default=[], metavar=metavar, help=help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="air",
@@ -56,24 +59,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-f", "--file", required=True, help="workload YAML file")
     run.add_argument("--watch", action="store_true", help="stream node 0's output until the job ends")
     run.add_argument("--dry-run", action="store_true", help="print the resolved workload; start nothing")
-    run.add_argument(
+    _repeatable(
+        run,
         "--override",
-        action="append",
-        default=[],
-        metavar="FIELD.PATH=VALUE",
-        help="set a field, e.g. compute.num_accelerators=0 (repeatable; VALUE is YAML)",
+        "FIELD.PATH=VALUE",
+        "set a field, e.g. compute.num_accelerators=0 (repeatable; VALUE is YAML)",
     )
     run.add_argument("-o", "--output", choices=["json"], help=json_help)
 
     ls = sub.add_parser("list", help="list job runs (active ones unless --all-status)")
     ls.add_argument("--all-status", action="store_true", help="include ended job runs")
     ls.add_argument("--limit", type=_positive, default=50, help="at most N job runs, newest first (default 50)")
-    ls.add_argument(
+    _repeatable(
+        ls,
         "--filter",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="keep job runs whose status, experiment, user or executor equals VALUE (repeatable)",
+        "KEY=VALUE",
+        "keep job runs whose status, experiment, user or executor equals VALUE (repeatable)",
     )
     ls.add_argument("-o", "--output", choices=["json"], help=json_help)
 
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
     from jupyter_air.home import AirHomeError

@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from jupyter_air.format import duration
 from jupyter_air.workloads.control import cancel, reap
 from jupyter_air.workloads.executor import executor_for
 from jupyter_air.workloads.store import ACTIVE, TERMINAL, Job, JobStore
@@ -122,7 +123,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("Experiment", f"{job.experiment_name} (id {job.experiment_id or 'not created yet'})"),
             ("Submitted", output.clock(job.submitted_ms)),
             ("Started", output.clock(job.started_ms)),
-            ("Duration", output.duration(job.duration_seconds)),
+            ("Duration", duration(job.duration_seconds)),
             ("Attempts", f"{len(job.attempts)} (max retries {job.max_retries})"),
             ("User", job.user),
             ("GPUs", output.gpus(job)),
@@ -141,7 +142,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
                 str(a.attempt),
                 a.status,
                 output.clock(a.started_ms),
-                output.duration(((a.ended_ms or time.time() * 1000) - a.started_ms) / 1000),
+                duration(((a.ended_ms or time.time() * 1000) - a.started_ms) / 1000),
                 "-" if a.exit_code is None else str(a.exit_code),
                 a.mlflow_run_id or "-",
                 a.mlflow_run_url or "-",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
 
 from jupyter_air.workloads.control import reap
 from jupyter_air.workloads.logs import LogCursor, LogLine, node_dir
@@ -33,7 +32,7 @@ def emit(lines: list[LogLine], node: int, attempt: int, json_lines: bool) -> Non
         sys.stdout.flush()
 
 
-def latest_attempt(job: Job) -> Optional[int]:
+def latest_attempt(job: Job) -> int | None:
     return job.attempts[-1].attempt if job.attempts else None
 
 
@@ -50,7 +49,7 @@ class _Refresher:
         return self.store.get(self.job_run_id)
 
 
-def _wait_for_attempt(refresh: _Refresher, attempt: Optional[int]) -> tuple[Job, Optional[int]]:
+def _wait_for_attempt(refresh: _Refresher, attempt: int | None) -> tuple[Job, int | None]:
     """Wait until `attempt` (None: the first one) has started or the job has ended."""
     while True:
         job = refresh()
@@ -62,7 +61,7 @@ def _wait_for_attempt(refresh: _Refresher, attempt: Optional[int]) -> tuple[Job,
         time.sleep(IDLE_POLL_SECONDS)
 
 
-def _stream(refresh: _Refresher, job: Job, attempt: int, node: int, tail: Optional[int], json_lines: bool) -> Job:
+def _stream(refresh: _Refresher, job: Job, attempt: int, node: int, tail: int | None, json_lines: bool) -> Job:
     cursor = LogCursor(node_dir(refresh.store.job_dir(job.job_run_id), attempt, node))
     first = cursor.read()
     emit(first[-tail:] if tail else [] if tail == 0 else first, node, attempt, json_lines)
@@ -85,7 +84,7 @@ def _stream(refresh: _Refresher, job: Job, attempt: int, node: int, tail: Option
 
 
 def follow_attempt(
-    store: JobStore, job: Job, attempt: Optional[int], node: int, tail: Optional[int], json_lines: bool
+    store: JobStore, job: Job, attempt: int | None, node: int, tail: int | None, json_lines: bool
 ) -> int:
     """Print one attempt's output as it is written until that attempt ends (default: the latest attempt)."""
     refresh = _Refresher(store, job)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
+from jupyter_air.format import duration
 from jupyter_air.workloads.store import Job
 
 _STATUS_STYLE = {
@@ -64,17 +65,8 @@ def is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
-def clock(ms: Optional[int]) -> str:
+def clock(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
-
-
-def duration(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def gpus(job: Job) -> str:
@@ -98,7 +90,7 @@ def list_row(job: Job) -> list[str]:
     ]
 
 
-def table(columns: tuple[str, ...], rows: list[list[str]], status_column: Optional[int] = None) -> None:
+def table(columns: tuple[str, ...], rows: list[list[str]], status_column: int | None = None) -> None:
     """A rich table on a terminal; plain space-aligned columns (easy to grep) otherwise."""
     if is_terminal():
         from rich.console import Console

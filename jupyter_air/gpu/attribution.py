@@ -26,12 +26,14 @@ def attribute(processes: list[GpuProcess], kernel_pids: dict[int, str], kernel_p
     rows = []
     for proc in processes:
         kernel_id = kernel_of(proc.pid, kernel_pids) if kernel_pids else None
-        rows.append({
-            "gpu_index": proc.gpu_index,
-            "pid": proc.pid,
-            "name": proc.name,
-            "used_memory_bytes": proc.used_memory_bytes,
-            "kernel_id": kernel_id,
-            "path": kernel_paths.get(kernel_id) if kernel_id else None,
-        })
+        rows.append(
+            {
+                "gpu_index": proc.gpu_index,
+                "pid": proc.pid,
+                "name": proc.name,
+                "used_memory_bytes": proc.used_memory_bytes,
+                "kernel_id": kernel_id,
+                "path": kernel_paths.get(kernel_id) if kernel_id else None,
+            }
+        )
     return rows

@@ -104,8 +104,13 @@ class NvmlSource:
             except self._nvml.NVMLError as err:
                 message = f"GPU {index} failed: {_error_text(err)}"
                 self._log_once(("read", index, type(err).__name__), "%s", message)
-                for values in (reading.utilization_percent, reading.memory_used_bytes, reading.memory_total_bytes,
-                               reading.temperature_celsius, reading.power_watts):
+                for values in (
+                    reading.utilization_percent,
+                    reading.memory_used_bytes,
+                    reading.memory_total_bytes,
+                    reading.temperature_celsius,
+                    reading.power_watts,
+                ):
                     values[index] = None
                 reading.errors[index] = message
                 reading.processes = [p for p in reading.processes if p.gpu_index != index]
@@ -119,15 +124,17 @@ class NvmlSource:
         if memory is not None:
             reading.memory_used_bytes[index] = int(memory.used)
             reading.memory_total_bytes[index] = int(memory.total)
-        temperature = self._metric(index, "temperature", nvml.nvmlDeviceGetTemperature, handle,
-                                   nvml.NVML_TEMPERATURE_GPU)
+        temperature = self._metric(
+            index, "temperature", nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU
+        )
         reading.temperature_celsius[index] = None if temperature is None else float(temperature)
         milliwatts = self._metric(index, "power", nvml.nvmlDeviceGetPowerUsage, handle)
         reading.power_watts[index] = None if milliwatts is None else milliwatts / 1000.0
         for proc in self._metric(index, "processes", nvml.nvmlDeviceGetComputeRunningProcesses, handle) or ():
             used = getattr(proc, "usedGpuMemory", None)
-            reading.processes.append(GpuProcess(index, int(proc.pid), _process_name(proc.pid),
-                                                None if used is None else int(used)))
+            reading.processes.append(
+                GpuProcess(index, int(proc.pid), _process_name(proc.pid), None if used is None else int(used))
+            )
 
     def _metric(self, index: int, metric: str, call, *args):
         """Value of one NVML call; ``None`` when this device does not support it. Device failures propagate."""

@@ -47,8 +47,13 @@ class _SourceState:
 class Sampler:
     """Samples ``open_source()`` every ``interval_seconds`` while someone is looking."""
 
-    def __init__(self, open_source: Callable[[], GpuSource], interval_seconds: float, history_seconds: float,
-                 idle_timeout_seconds: float):
+    def __init__(
+        self,
+        open_source: Callable[[], GpuSource],
+        interval_seconds: float,
+        history_seconds: float,
+        idle_timeout_seconds: float,
+    ):
         self.interval_seconds = interval_seconds
         self.history_seconds = history_seconds
         self.idle_timeout_seconds = idle_timeout_seconds
@@ -98,8 +103,15 @@ class Sampler:
         """The source's state and the samples newer than ``since_ms``, all taken at one instant."""
         with self._lock:
             state = self._state
-            return Snapshot(state.name, state.available, state.reason, self._sampling, state.devices,
-                            self._history.since(since_ms), self._history.latest())
+            return Snapshot(
+                state.name,
+                state.available,
+                state.reason,
+                self._sampling,
+                state.devices,
+                self._history.since(since_ms),
+                self._history.latest(),
+            )
 
     def sample_now(self) -> None:
         """Take one sample (opening the source on first use) and mark sampling as running.
@@ -136,9 +148,11 @@ class Sampler:
         elif self._failures in (10, 100) or self._failures % 1000 == 0:
             log.warning("GPU source %r has failed %d reads in a row: %s", name, self._failures, exc)
         devices = self._state.devices
-        reason = (f"The GPU source {name or 'setup'} failed on its last {self._failures} read(s): "
-                  f"{type(exc).__name__}: {exc}. Sampling goes on every {self.interval_seconds:g} s; "
-                  "Refresh retries at once.")
+        reason = (
+            f"The GPU source {name or 'setup'} failed on its last {self._failures} read(s): "
+            f"{type(exc).__name__}: {exc}. Sampling goes on every {self.interval_seconds:g} s; "
+            "Refresh retries at once."
+        )
         return Reading.empty(len(devices)), _SourceState(name, False, reason, devices)
 
     async def ensure_fresh(self) -> None:

@@ -44,8 +44,13 @@ class GpuService:
             "history_seconds": self.sampler.history_seconds,
             "idle_timeout_seconds": self.sampler.idle_timeout_seconds,
             "devices": [
-                {"index": d.index, "uuid": d.uuid, "name": d.name, "memory_total_bytes": d.memory_total_bytes,
-                 "error": (errors[i] if i < len(errors) else None) or d.error}
+                {
+                    "index": d.index,
+                    "uuid": d.uuid,
+                    "name": d.name,
+                    "memory_total_bytes": d.memory_total_bytes,
+                    "error": (errors[i] if i < len(errors) else None) or d.error,
+                }
                 for i, d in enumerate(snap.devices)
             ],
             "timestamps_ms": [s.timestamp_ms for s in snap.samples],
@@ -75,9 +80,9 @@ class GpuService:
 
 def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:
     """``[gpu][sample]`` values of one metric; ``None`` where a sample has no value for that GPU."""
-    columns: list[list] = [[] for _ in range(count)]
-    for sample in snap.samples:
-        values = getattr(sample.reading, metric)
-        for i in range(count):
-            columns[i].append(values[i] if i < len(values) else None)
-    return columns
+    rows = [getattr(sample.reading, metric) for sample in snap.samples]
+    if not rows:
+        return [[] for _ in range(count)]
+    if all(len(row) == count for row in rows):
+        return [list(column) for column in zip(*rows, strict=True)]
+    return [[row[i] if i < len(row) else None for row in rows] for i in range(count)]

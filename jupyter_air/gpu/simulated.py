@@ -26,8 +26,12 @@ class SimulatedSource:
 
     def open(self) -> None:
         self.devices = [
-            DeviceInfo(index=i, uuid=f"SIMULATED-GPU-{i}", name="Simulated GPU (not real hardware)",
-                       memory_total_bytes=_MEMORY_TOTAL_BYTES)
+            DeviceInfo(
+                index=i,
+                uuid=f"SIMULATED-GPU-{i}",
+                name="Simulated GPU (not real hardware)",
+                memory_total_bytes=_MEMORY_TOTAL_BYTES,
+            )
             for i in range(self.count)
         ]
         self.available = True

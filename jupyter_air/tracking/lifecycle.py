@@ -39,9 +39,15 @@ def key_problem(key: object) -> str | None:
     if len(key) > MAX_KEY_CHARS:
         return f"is {len(key)} characters long; MLflow allows at most {MAX_KEY_CHARS}"
     if not _KEY_CHARS.fullmatch(key):
-        return "may only contain letters, digits, underscores (_), dashes (-), periods (.), spaces, colons (:) and slashes (/)"
+        return (
+            "may only contain letters, digits, underscores (_), dashes (-), periods (.), spaces, colons (:) "
+            "and slashes (/)"
+        )
     if posixpath.normpath(key) != key or key.startswith(("/", "..")) or key == ".":
-        return f"would be read as the path {posixpath.normpath(key)!r}; write it as that, without './', '..' or a leading '/'"
+        return (
+            f"would be read as the path {posixpath.normpath(key)!r}; write it as that, without './', '..' "
+            "or a leading '/'"
+        )
     return None
 
 
@@ -96,8 +102,9 @@ class ManagedRun:
         self._metrics = None
 
     @classmethod
-    def create(cls, experiment_id: str, *, run_name: str | None, tags: Mapping[str, object],
-               params: Mapping[str, object] = ()) -> ManagedRun:
+    def create(
+        cls, experiment_id: str, *, run_name: str | None, tags: Mapping[str, object], params: Mapping[str, object] = ()
+    ) -> ManagedRun:
         """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED."""
         from jupyter_air.tracking.store import client
 
@@ -136,7 +143,9 @@ class ManagedRun:
         from mlflow.entities import Param
 
         existing = set(self.client.get_run(self.run_id).data.params)
-        fresh = [Param(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in dict(params).items() if str(k) not in existing]
+        fresh = [
+            Param(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in dict(params).items() if str(k) not in existing
+        ]
         for start in range(0, len(fresh), 100):  # MLflow takes at most 100 params per batch
             self.client.log_batch(self.run_id, params=fresh[start : start + 100])
 

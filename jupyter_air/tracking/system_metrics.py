@@ -32,7 +32,7 @@ class GpuMetrics:
                 if value is not None:
                     self._samples[f"gpu_{index}_{name}"].append(float(value))
         used, total = reading.memory_used_bytes or [], reading.memory_total_bytes or []
-        for index, (used_bytes, total_bytes) in enumerate(zip(used, total)):
+        for index, (used_bytes, total_bytes) in enumerate(zip(used, total, strict=False)):
             if used_bytes is None:
                 continue
             self._samples[f"gpu_{index}_memory_usage_megabytes"].append(used_bytes / 1e6)

@@ -28,8 +28,12 @@ def log_config(log_file: Path) -> dict:
         "formatters": {"plain": plain},
         "handlers": {
             "file": {"class": "logging.FileHandler", "filename": str(log_file), "formatter": "plain"},
-            "stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "level": "WARNING",
-                       "formatter": "plain"},
+            "stderr": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stderr",
+                "level": "WARNING",
+                "formatter": "plain",
+            },
         },
         "loggers": {
             "uvicorn": {"handlers": ["file", "stderr"], "level": "INFO", "propagate": False},
@@ -42,8 +46,17 @@ def log_config(log_file: Path) -> dict:
 def server_args(uri: str, socket: Path, logging_config: Path) -> list[str]:
     """``mlflow server`` arguments: this store, artifacts under AIR_HOME, one worker, the Unix socket only."""
     uvicorn = f"--uds {shlex.quote(str(socket))} --log-config {shlex.quote(str(logging_config))}"
-    return ["server", "--backend-store-uri", uri, "--default-artifact-root", default_artifact_location(),
-            "--workers", "1", "--uvicorn-opts", uvicorn]
+    return [
+        "server",
+        "--backend-store-uri",
+        uri,
+        "--default-artifact-root",
+        default_artifact_location(),
+        "--workers",
+        "1",
+        "--uvicorn-opts",
+        uvicorn,
+    ]
 
 
 def main(argv: list[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import time
 
@@ -10,6 +11,7 @@ from jupyter_air.training import runs
 from jupyter_air.training.errors import DistributedTimeout
 from jupyter_air.training.launch import Call, world_size_for
 from jupyter_air.training.logs import RankLogTail
+from jupyter_air.training.options import RunOptions
 from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
@@ -40,20 +42,14 @@ def run_distributed(
     function,
     args: tuple,
     kwargs: dict,
+    options: RunOptions,
     *,
-    gpus: int | None = None,
-    experiment: str | None = None,
-    run_name: str | None = None,
-    log_system_metrics: bool = True,
-    timeout: float | None = None,
     source: str = "distributed",
     name: str | None = None,
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
-    if timeout is not None and timeout <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    world_size, gpu_count = world_size_for(gpus)
+    world_size, gpu_count = world_size_for(options.gpus)
     tags = {
         "air.source": source,
         "air.function": name or getattr(function, "__qualname__", repr(function)),
@@ -63,12 +59,12 @@ def run_distributed(
     params = runs.call_params(function, args, kwargs) if params is None else params
     call = Call(function, args, kwargs, world_size)  # fails here, before any run exists, if it cannot travel
     try:
-        return _run_tracked(call, timeout, experiment, run_name, tags, params, log_system_metrics)
+        return _run_tracked(call, options, tags, params)
     finally:
         call.cleanup()
 
 
-def _run_tracked(call: Call, timeout, experiment, run_name, tags, params, log_system_metrics) -> list:
+def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
     logs = [call.log_path(rank) for rank in range(call.world_size)]
     tail = RankLogTail(logs)
     run = None
@@ -76,10 +72,10 @@ def _run_tracked(call: Call, timeout, experiment, run_name, tags, params, log_sy
         with quiet_launcher_logs():
             try:
                 call.start()  # the ranks start while their run is created, then wait for its id
-                run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags)
+                run = TrackedRun(experiment=options.experiment, run_name=options.run_name, tags=tags)
                 call.release({**os.environ, **runs.worker_environment(run.run)})
-                run.announce(params, log_system_metrics)
-                _wait(call, tail, run, timeout)
+                run.announce(params, options.log_system_metrics)
+                _wait(call, tail, run, options.timeout)
             finally:
                 call.stop()
         results = call.results()
@@ -101,7 +97,7 @@ def _keep_logs(tail: RankLogTail, run: TrackedRun, logs) -> None:
 class DistributedFunction:
     """A function that runs locally when called and on every GPU with ``.distributed(...)``."""
 
-    def __init__(self, function, **options):
+    def __init__(self, function, options: RunOptions):
         functools.update_wrapper(self, function)
         self._function = function
         self._options = options
@@ -111,28 +107,23 @@ class DistributedFunction:
 
     def distributed(self, *args, **kwargs) -> list:
         """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank."""
-        return run_distributed(self._function, args, kwargs, **self._options)
+        return run_distributed(self._function, args, kwargs, self._options)
 
 
-def distributed(
-    function=None,
-    *,
-    gpus: int | None = None,
-    experiment: str | None = None,
-    run_name: str | None = None,
-    log_system_metrics: bool = True,
-    timeout: float | None = None,
-):
+def distributed(function=None, **options):
     """Decorate a training function so ``fn.distributed(...)`` runs it on every GPU as a tracked run.
 
-    ``gpus``: processes to start, one per GPU (None: every visible GPU; on a node without GPUs,
-    ``gpus`` CPU processes, one when None). ``experiment`` / ``run_name``: where the run is
-    recorded. ``log_system_metrics``: sample CPU, memory and GPU every 10 s into the run.
-    ``timeout``: seconds after which a hung call is stopped.
+    Options (see :class:`~jupyter_air.training.options.RunOptions`): ``gpus`` processes to start, one
+    per GPU (None: every visible GPU; on a node without GPUs, ``gpus`` CPU processes, one when None);
+    ``experiment`` / ``run_name`` where the run is recorded; ``log_system_metrics`` sample CPU, memory
+    and GPU into the run; ``timeout`` seconds after which a hung call is stopped.
     """
-    options = dict(
-        gpus=gpus, experiment=experiment, run_name=run_name, log_system_metrics=log_system_metrics, timeout=timeout
-    )
+    run_options = RunOptions.of(options)
     if function is None:
-        return lambda fn: DistributedFunction(fn, **options)
-    return DistributedFunction(function, **options)
+        return lambda fn: DistributedFunction(fn, run_options)
+    return DistributedFunction(function, run_options)
+
+
+distributed.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [inspect.Parameter("function", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None), *RunOptions.signature()]
+)

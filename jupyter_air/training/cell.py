@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import ast
 import builtins
+import itertools
+import linecache
 import os
 import re
 
 #: Names IPython puts in the user namespace that mean nothing in a worker (plus its output history).
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
 _HISTORY_NAME = re.compile(r"^(_+|_i+|_i?\d+|_oh|_ih|_dh|_exit_code)$")
+_cell_numbers = itertools.count(1)
+
+
+def register_source(source: str, kind: str) -> str:
+    """Give the cell a file name whose source lines tracebacks can show (here and in workers)."""
+    filename = f"<{kind} cell {next(_cell_numbers)}>"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    return filename
+
+
+def run_cell_here(source: str, filename: str, namespace: dict):
+    """Execute the cell in the notebook's namespace; its last expression's value is the result."""
+    tree = ast.parse(source, filename)
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - running the user's own cell is the point
+    if last is not None:
+        return eval(compile(ast.Expression(last.value), filename, "eval"), namespace)  # noqa: S307
+    return None
+
+
+def scalar_params(namespace: dict) -> dict[str, str]:
+    """The numbers, strings and booleans a cell reads, as MLflow params (short values only)."""
+    return {k: repr(v) for k, v in namespace.items() if isinstance(v, (bool, int, float, str)) and len(repr(v)) < 500}
 
 
 def names_read(source: str) -> set[str]:

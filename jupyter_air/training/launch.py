@@ -46,9 +46,10 @@ def require_torch():
 
 
 def world_size_for(gpus: int | None) -> tuple[int, int]:
-    """``(processes, gpus_used)``: one process per GPU, or ``gpus`` CPU processes on a node without GPUs."""
-    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
-        raise ValueError(f"gpus must be a positive whole number or None (every visible GPU), got {gpus!r}")
+    """``(processes, gpus_used)``: one process per GPU, or ``gpus`` CPU processes on a node without GPUs.
+
+    ``gpus`` is checked by :class:`~jupyter_air.training.options.RunOptions` when the call is defined.
+    """
     visible = require_torch().cuda.device_count()
     if visible == 0:
         return (gpus or 1), 0
@@ -112,7 +113,7 @@ class Call:
         (self.folder / "context.json").write_text(json.dumps(context))
         try:
             data = dumps({"function": function, "args": args, "kwargs": kwargs})
-        except Exception as exc:  # noqa: BLE001 - any pickling error means the call cannot travel
+        except Exception as exc:
             self.cleanup()
             raise DistributedError(
                 f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 
 from jupyter_air.notebook_links import RunStatusView
 from jupyter_air.training import runs
@@ -55,6 +56,33 @@ def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
 
 
 @contextlib.contextmanager
+def active_in_kernel(run_id: str):
+    """Make the run the kernel's active MLflow run for the block, so ``mlflow.log_*`` in a cell goes to it.
+
+    MLflow reads (and removes) ``MLFLOW_RUN_ID`` and reads ``MLFLOW_TRACKING_URI`` from the environment:
+    both are set for the block and put back as they were after it.
+    """
+    import mlflow
+
+    from jupyter_air.tracking.store import tracking_uri
+
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
+    os.environ["MLFLOW_TRACKING_URI"] = tracking_uri()
+    try:
+        mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
+        try:
+            yield
+        finally:
+            mlflow.end_run()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
 def quiet_launcher_logs():
     """Keep the elastic launcher's own log records out of the cell; failures are reported by us.
 
@@ -63,9 +91,7 @@ def quiet_launcher_logs():
     import torch.distributed.launcher.api  # noqa: F401 - creates the launcher's loggers before we silence them
 
     loggers = [
-        logging.getLogger(name)
-        for name in list(logging.root.manager.loggerDict)
-        if name.startswith(_LAUNCHER_LOGGERS)
+        logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith(_LAUNCHER_LOGGERS)
     ]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
@@ -73,5 +99,5 @@ def quiet_launcher_logs():
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)

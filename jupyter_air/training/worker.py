@@ -16,8 +16,18 @@ import psutil
 _RELEASE_TIMEOUT_SECONDS = 300
 #: Environment the elastic agent sets for each worker; it wins over the kernel's snapshot.
 _ELASTIC_KEYS = {
-    "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE", "WORLD_SIZE",
-    "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS",
+    "LOCAL_RANK",
+    "RANK",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "LOCAL_WORLD_SIZE",
+    "WORLD_SIZE",
+    "GROUP_WORLD_SIZE",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OMP_NUM_THREADS",
     "TORCH_NCCL_ASYNC_ERROR_HANDLING",
 }
 
@@ -91,7 +101,7 @@ def run_rank(call_dir: str) -> None:
         if exc.code not in (None, 0):
             raise
         result = None
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - reported to the kernel, then the rank exits 1
         # Skip this module's own frame: the traceback starts in the user's code.
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
         error = {"exception_type": type(exc).__qualname__, "exception_message": str(exc), "traceback": text}

@@ -9,7 +9,7 @@ from pathlib import Path
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
-from .store import Job, JobStore, now_ms
+from .store import Job, JobStore
 from .supervisor import attempt_marker
 
 log = logging.getLogger(__name__)

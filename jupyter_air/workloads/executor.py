@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -67,10 +68,8 @@ class LocalExecutor(Executor):
     def request_cancel(self, store: JobStore, job: Job) -> None:
         store.update(job.job_run_id, cancel_requested=1)
         if procs.is_alive(job.supervisor_pid, job.supervisor_started):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(job.supervisor_pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
     def is_alive(self, job: Job) -> bool:
         if job.supervisor_pid is None:
@@ -82,7 +81,9 @@ class LocalExecutor(Executor):
 
         for attempt in job.attempts:  # the workload first: its log pump then writes the rest and exits
             if attempt.ended_ms is None:
-                procs.stop_tree(attempt.pid, attempt.pid_started, marker=attempt_marker(job.job_run_id, attempt.attempt))
+                procs.stop_tree(
+                    attempt.pid, attempt.pid_started, marker=attempt_marker(job.job_run_id, attempt.attempt)
+                )
         if job.supervisor_pid and procs.is_alive(job.supervisor_pid, job.supervisor_started):
             procs.stop_tree(job.supervisor_pid, job.supervisor_started, grace_seconds=1)
 

@@ -98,10 +98,13 @@ def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:
             pairs = [item for pair in children for item in pair] if isinstance(node, yaml.MappingNode) else children
             total = 1 + sum(size(child) for child in pairs)
             if total > MAX_VALUES:
-                raise WorkloadError(label, [
-                    f"{label}:{node.start_mark.line + 1}: YAML aliases here expand to more than {MAX_VALUES} values "
-                    "(an alias bomb?); write the values out instead of repeating aliases"
-                ])
+                raise WorkloadError(
+                    label,
+                    [
+                        f"{label}:{node.start_mark.line + 1}: YAML aliases here expand to more than {MAX_VALUES} "
+                        "values (an alias bomb?); write the values out instead of repeating aliases"
+                    ],
+                )
             sizes[id(node)] = total
         return sizes[id(node)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import deque
@@ -54,10 +55,8 @@ class LogWriter:
 
     def close(self) -> None:
         for stream in (self._out, self._ts):
-            try:
+            with contextlib.suppress(OSError):  # a full disk, already reported by write()
                 stream.close()
-            except OSError:
-                pass  # a full disk already reported by write()
 
 
 class LogCursor:
@@ -100,22 +99,14 @@ def tail(directory: Path, count: int | None) -> list[LogLine]:
 
 
 def _iter_lines(directory: Path) -> Iterator[LogLine]:
-    try:
-        out = open(directory / OUTPUT, "rb")
-    except FileNotFoundError:
+    if not (directory / OUTPUT).exists():
         return
-    with out:
-        try:
-            ts = open(directory / TIMESTAMPS, "rb")
-        except FileNotFoundError:
-            ts = None
-        try:
-            for raw in out:  # a binary file iterates over "\n"-terminated lines, like split_lines
-                stamp = ts.readline().strip() if ts else b""
-                yield LogLine(int(stamp) if stamp else None, raw.removesuffix(NEWLINE).decode("utf-8", "replace"))
-        finally:
-            if ts:
-                ts.close()
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(open(directory / OUTPUT, "rb"))
+        ts = files.enter_context(open(directory / TIMESTAMPS, "rb")) if (directory / TIMESTAMPS).exists() else None
+        for raw in out:  # a binary file iterates over "\n"-terminated lines, like split_lines
+            stamp = ts.readline().strip() if ts else b""
+            yield LogLine(int(stamp) if stamp else None, raw.removesuffix(NEWLINE).decode("utf-8", "replace"))
 
 
 class UnsafePath(Exception):

@@ -23,8 +23,15 @@ class NodeProcess:
     daemons that left the session included.
     """
 
-    def __init__(self, command: str, cwd: str, env: Mapping[str, str], log_dir: Path, marker: Mapping[str, str],
-                 umask: int | None = None):
+    def __init__(
+        self,
+        command: str,
+        cwd: str,
+        env: Mapping[str, str],
+        log_dir: Path,
+        marker: Mapping[str, str],
+        umask: int | None = None,
+    ):
         self.command = command
         self.cwd = cwd
         self.env = {**env, **marker}
@@ -43,12 +50,19 @@ class NodeProcess:
         try:
             self._pump = subprocess.Popen(
                 [sys.executable, "-m", "jupyter_air.workloads.pump", str(self.log_dir)],
-                stdin=read_end, stdout=subprocess.PIPE,
+                stdin=read_end,
+                stdout=subprocess.PIPE,
                 env={**_without(os.environ, self.marker), **pump_marker(self.marker)},
             )
             self.proc = subprocess.Popen(
-                self.command, shell=True, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                stdout=write_end, stderr=write_end, start_new_session=True,
+                self.command,
+                shell=True,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=write_end,
+                start_new_session=True,
                 **({} if self.umask is None else {"umask": self.umask}),
             )
         finally:

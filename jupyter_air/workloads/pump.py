@@ -7,6 +7,7 @@ channel, and keeps draining its input, so the workload never blocks on a full pi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -44,10 +45,8 @@ def pump(source: int, writer: LogWriter, report) -> None:
 
 
 def _report(reason: str) -> None:
-    try:
+    with contextlib.suppress(OSError):  # the supervisor is gone; whoever notices that fails the job
         print(f"{FAILED}{reason}", flush=True)
-    except OSError:
-        pass  # the supervisor is gone; the job is failed by whoever notices that
 
 
 def main(argv: list[str]) -> None:

@@ -98,7 +98,6 @@ class Workload(_Strict):
         return self.mlflow_run_name or self.experiment_name
 
 
-
 def field_names(path: tuple[str, ...]) -> list[str]:
     """Allowed keys of the mapping at `path` (for "did you mean" hints); empty for free-form maps."""
     model: Any = Workload

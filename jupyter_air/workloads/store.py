@@ -6,10 +6,11 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from jupyter_air.home import private_dir, private_file
 
@@ -71,14 +72,14 @@ class Attempt:
     job_run_id: str
     attempt: int
     status: str
-    mlflow_run_id: Optional[str]
-    mlflow_run_url: Optional[str]
+    mlflow_run_id: str | None
+    mlflow_run_url: str | None
     started_ms: int
-    ended_ms: Optional[int]
-    pid: Optional[int]
-    pid_started: Optional[float]
-    exit_code: Optional[int]
-    error: Optional[str]
+    ended_ms: int | None
+    pid: int | None
+    pid_started: float | None
+    exit_code: int | None
+    error: str | None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -93,7 +94,7 @@ class Job:
 
     job_run_id: str
     experiment_name: str
-    experiment_id: Optional[str]
+    experiment_id: str | None
     status: str
     workload: dict[str, Any]
     source: str
@@ -103,14 +104,14 @@ class Job:
     max_retries: int
     gpus: list[int]
     submitted_ms: int
-    started_ms: Optional[int]
-    ended_ms: Optional[int]
-    supervisor_pid: Optional[int]
-    supervisor_started: Optional[float]
+    started_ms: int | None
+    ended_ms: int | None
+    supervisor_pid: int | None
+    supervisor_started: float | None
     cancel_requested: bool
-    exit_code: Optional[int]
-    error: Optional[str]
-    tracking_uri: Optional[str] = None
+    exit_code: int | None
+    error: str | None
+    tracking_uri: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property
@@ -118,7 +119,7 @@ class Job:
         return self.status in ACTIVE
 
     @property
-    def duration_seconds(self) -> Optional[float]:
+    def duration_seconds(self) -> float | None:
         if self.started_ms is None:
             return None
         return round(((self.ended_ms or now_ms()) - self.started_ms) / 1000, 3)
@@ -162,8 +163,9 @@ class JobStore:
         finally:
             db.close()
 
-    def create_job(self, workload: dict[str, Any], source: str, user: str, executor: str,
-                   tracking_uri: str | None = None) -> Job:
+    def create_job(
+        self, workload: dict[str, Any], source: str, user: str, executor: str, tracking_uri: str | None = None
+    ) -> Job:
         """Record a submitted job; ``tracking_uri`` is the MLflow store its attempts' runs go to."""
         job_run_id = f"job-{secrets.token_hex(6)}"
         with self._connect(immediate=True) as db:
@@ -188,7 +190,7 @@ class JobStore:
         private_dir(self.job_dir(job_run_id))
         return self.get(job_run_id)
 
-    def get(self, job_run_id: str) -> Optional[Job]:
+    def get(self, job_run_id: str) -> Job | None:
         with self._connect() as db:
             row = db.execute("SELECT * FROM jobs WHERE job_run_id = ?", (job_run_id,)).fetchone()
             if row is None:
@@ -226,7 +228,11 @@ class JobStore:
             db.execute(f"UPDATE jobs SET {sets} WHERE job_run_id = ?", (*values.values(), job_run_id))
 
     def finish(
-        self, job_run_id: str, status: str, error: str | None = None, exit_code: int | None = None,
+        self,
+        job_run_id: str,
+        status: str,
+        error: str | None = None,
+        exit_code: int | None = None,
         open_attempts: str | None = None,
     ) -> bool:
         """End an active job; False when it had already ended (another command got there first).
@@ -247,7 +253,7 @@ class JobStore:
                 )
             return cur.rowcount == 1
 
-    def start_attempt(self, job_run_id: str, attempt: int, mlflow_run_id: str, url: Optional[str]) -> None:
+    def start_attempt(self, job_run_id: str, attempt: int, mlflow_run_id: str, url: str | None) -> None:
         with self._connect(immediate=True) as db:
             db.execute(
                 "INSERT INTO attempts (job_run_id, attempt, status, mlflow_run_id, mlflow_run_url, started_ms)"
@@ -263,7 +269,7 @@ class JobStore:
                 (*values.values(), job_run_id, attempt),
             )
 
-    def reserve_gpus(self, job_run_id: str, count: int, indexes: list[int]) -> Optional[list[int]]:
+    def reserve_gpus(self, job_run_id: str, count: int, indexes: list[int]) -> list[int] | None:
         """Atomically take `count` of `indexes` not held by another active job; None when too few are free."""
         with self._connect(immediate=True) as db:
             rows = db.execute(

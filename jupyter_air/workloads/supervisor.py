@@ -120,8 +120,14 @@ class Supervisor:
                 "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus),
             }
             directory = node_dir(self.store.job_dir(self.job_run_id), attempt, 0)
-            node = NodeProcess(spec["command"], spec["code_source"]["root_path"], env, directory,
-                               attempt_marker(self.job_run_id, attempt), umask=self.user_umask)
+            node = NodeProcess(
+                spec["command"],
+                spec["code_source"]["root_path"],
+                env,
+                directory,
+                attempt_marker(self.job_run_id, attempt),
+                umask=self.user_umask,
+            )
             node.start()
             self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
             if attempt == 0:
@@ -151,7 +157,9 @@ class Supervisor:
             if node.log_error:
                 return Outcome("FAILED", node.stop(), f"{node.log_error}; the workload was stopped")
             if deadline is not None and time.monotonic() > deadline:
-                return Outcome("TIMED_OUT", node.stop(), f"attempt {attempt} ran past timeout_minutes={timeout_minutes}")
+                return Outcome(
+                    "TIMED_OUT", node.stop(), f"attempt {attempt} ran past timeout_minutes={timeout_minutes}"
+                )
         if node.log_error:
             return Outcome("FAILED", code, node.log_error)
         if code == 0:

@@ -77,11 +77,11 @@ describe('views', () => {
     render(<DeviceList trans={trans} devices={payload.devices} history={history} />);
     // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
     const swatches = Array.from(
-      container.querySelectorAll('.jp-Air-swatch'),
-      node => node.className
+      container.querySelectorAll<HTMLElement>('.jp-Air-swatch'),
+      node => node.style.background
     );
-    expect(swatches[7]).toBe('jp-Air-swatch jp-Air-swatch-7');
-    expect(swatches[8]).toBe('jp-Air-swatch jp-Air-swatch-0');
+    expect(swatches[7]).toBe('var(--jp-Air-gpu-color-7)');
+    expect(swatches[8]).toBe('var(--jp-Air-gpu-color-0)');
   });
 
   it('opens the notebook of a kernel process on click', () => {

@@ -22,7 +22,10 @@ export function DeviceList(props: IDeviceListProps): JSX.Element {
         return (
           <li key={device.index} className="jp-Air-device" data-gpu-index={device.index}>
             <div className="jp-Air-device-title">
-              <span className={`jp-Air-swatch jp-Air-swatch-${seriesColorIndex(i)}`} />
+              <span
+                className="jp-Air-swatch"
+                style={{ background: `var(--jp-Air-gpu-color-${seriesColorIndex(i)})` }}
+              />
               <span className="jp-Air-device-index">{trans.__('GPU %1', device.index)}</span>
               <span className="jp-Air-device-name" title={device.name}>
                 {device.name}

@@ -7,20 +7,15 @@ import type { GpuState } from '../model';
 
 /** The word shown for each state. */
 function stateLabel(state: GpuState, trans: TranslationBundle): string {
-  switch (state) {
-    case 'loading':
-      return trans.__('loading');
-    case 'live':
-      return trans.__('live');
-    case 'paused':
-      return trans.__('paused');
-    case 'no-gpu':
-      return trans.__('no GPU');
-    case 'unavailable':
-      return trans.__('server extension unavailable');
-    case 'error':
-      return trans.__('error');
-  }
+  const labels: Record<GpuState, string> = {
+    loading: trans.__('loading'),
+    live: trans.__('live'),
+    paused: trans.__('paused'),
+    'no-gpu': trans.__('no GPU'),
+    unavailable: trans.__('server extension unavailable'),
+    error: trans.__('error')
+  };
+  return labels[state];
 }
 
 export interface IHeaderProps {

@@ -1,4 +1,5 @@
-"""Fixtures for distributed runs: one real SQLite MLflow store per session, a clean environment per test, orphan checks."""
+"""Fixtures for distributed runs: one real SQLite MLflow store per session, a clean environment per test,
+orphan checks."""
 
 from __future__ import annotations
 
@@ -26,8 +27,13 @@ def store(air_home, tmp_path, monkeypatch):
     monkeypatch.setenv("AIR_HOME", str(air_home))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{air_home / 'mlflow.db'}")
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
-    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID", "JPY_SESSION_NAME",
-                 "JUPYTERHUB_USER"):
+    for name in (
+        "MLFLOW_RUN_ID",
+        "MLFLOW_EXPERIMENT_NAME",
+        "MLFLOW_EXPERIMENT_ID",
+        "JPY_SESSION_NAME",
+        "JUPYTERHUB_USER",
+    ):
         monkeypatch.delenv(name, raising=False)
     import mlflow.tracking.fluent
 

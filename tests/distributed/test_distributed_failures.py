@@ -24,7 +24,7 @@ def notebook_function(source: str, name: str, cell: str = "<ipython-input-7-f00d
     return namespace[name]
 
 
-RAISING_CELL = '''
+RAISING_CELL = """
 def train(steps):
     import os, time
     import torch.distributed as dist
@@ -34,7 +34,7 @@ def train(steps):
     if os.environ["RANK"] == "1":
         raise ValueError(f"loss diverged <at> step {steps}")
     time.sleep(60)
-'''
+"""
 
 
 def test_a_raising_rank_names_rank_exception_and_notebook_source(store, runs_of, artifact_text):

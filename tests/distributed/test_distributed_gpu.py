@@ -40,6 +40,9 @@ def test_one_rank_per_gpu_with_nccl_even_after_the_kernel_used_cuda(store, runs_
     # And the run carries real GPU metrics, temperature included
     (run,) = runs_of("gpu-nccl")
     assert run.data.tags["air.gpus"] == str(count)
-    for key in ("system/gpu_0_utilization_percentage", "system/gpu_0_memory_usage_megabytes",
-                "system/gpu_0_temperature_celsius"):
+    for key in (
+        "system/gpu_0_utilization_percentage",
+        "system/gpu_0_memory_usage_megabytes",
+        "system/gpu_0_temperature_celsius",
+    ):
         assert key in run.data.metrics, key

@@ -58,10 +58,18 @@ def test_results_by_rank_with_ddp_and_a_complete_run(store, runs_of, artifact_te
     assert run.data.metrics["train_loss"] == 0.25
     tags = run.data.tags
     assert (tags["air.source"], tags["air.function"], tags["air.world_size"], tags["air.gpus"]) == (
-        "distributed", "ddp_step", "2", "0")
+        "distributed",
+        "ddp_step",
+        "2",
+        "0",
+    )
     # And system metrics use MLflow's names, GPU temperature included, from one sampler for the node
-    for key in ("system/cpu_utilization_percentage", "system/system_memory_usage_megabytes",
-                "system/gpu_0_utilization_percentage", "system/gpu_1_temperature_celsius"):
+    for key in (
+        "system/cpu_utilization_percentage",
+        "system/system_memory_usage_megabytes",
+        "system/gpu_0_utilization_percentage",
+        "system/gpu_1_temperature_celsius",
+    ):
         assert key in run.data.metrics, key
     assert run.data.metrics["system/gpu_1_temperature_celsius"] == 71
     # And each rank's complete log is an artifact

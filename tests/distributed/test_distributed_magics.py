@@ -55,8 +55,12 @@ def test_air_gpu_says_when_there_is_no_gpu(shell, fake_nvml, capsys):
 
 def test_run_status_escapes_hostile_names_and_links():
     # Given a run whose experiment and run names and link carry markup
-    run = SimpleNamespace(experiment_name="<script>alert(1)</script>", run_id="abc",
-                          run_name="<img src=x onerror=alert(2)>", url='/mlflow/#/experiments/1/runs/abc"><script>')
+    run = SimpleNamespace(
+        experiment_name="<script>alert(1)</script>",
+        run_id="abc",
+        run_name="<img src=x onerror=alert(2)>",
+        url='/mlflow/#/experiments/1/runs/abc"><script>',
+    )
 
     # Then the HTML shows them as text, never as markup, and the text form names the run and link
     html = render_html(run, "FAILED", 3.0)

@@ -12,7 +12,6 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert(1)</script>"
 

@@ -62,16 +62,20 @@ def browser(http_server_client, jp_base_url, jp_http_port):
             headers["Origin"] = origin
         method = "GET" if body is None else "POST"
         return http_server_client.fetch(
-            url_path_join(jp_base_url, "mlflow", "ajax-api", "2.0", "mlflow", path), method=method,
-            body=None if body is None else json.dumps(body), headers=headers, raise_error=False,
+            url_path_join(jp_base_url, "mlflow", "ajax-api", "2.0", "mlflow", path),
+            method=method,
+            body=None if body is None else json.dumps(body),
+            headers=headers,
+            raise_error=False,
         )
 
     return fetch
 
 
 @pytest.mark.usefixtures("no_orphans", "stop_proxied_servers")
-async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(jp_fetch, jp_serverapp, store,
-                                                                                        browser):
+async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(
+    jp_fetch, jp_serverapp, store, browser
+):
     # Given a run in the embedded store, and a browser logged in to Jupyter (its cookie, no token)
     experiment_id = store.create_experiment("proxy-<b>")
     run = store.create_run(experiment_id, run_name="proxied")
@@ -101,17 +105,24 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     assert [r["info"]["run_id"] for r in json.loads(found.body)["runs"]] == [run.info.run_id]
 
     # When a page on another site makes that browser delete the experiment
-    attack = await browser(cookie, "experiments/delete", {"experiment_id": experiment_id},
-                           origin="http://evil.example")
+    attack = await browser(cookie, "experiments/delete", {"experiment_id": experiment_id}, origin="http://evil.example")
 
     # Then Jupyter refuses it before MLflow sees it, and the experiment is still there
     assert attack.code == 403
     assert store.get_experiment(experiment_id).lifecycle_stage == "active"
     # While a trusted origin (ServerApp.allow_origin), a script with a token and a GET without Origin still get in
     trusted = await browser(cookie, "runs/search", search, origin=TRUSTED_ORIGIN)
-    scripted = await jp_fetch("mlflow", "ajax-api", "2.0", "mlflow", "runs", "search", method="POST",
-                              body=json.dumps(search),
-                              headers={"Origin": "https://elsewhere.example", "Content-Type": "application/json"})
+    scripted = await jp_fetch(
+        "mlflow",
+        "ajax-api",
+        "2.0",
+        "mlflow",
+        "runs",
+        "search",
+        method="POST",
+        body=json.dumps(search),
+        headers={"Origin": "https://elsewhere.example", "Content-Type": "application/json"},
+    )
     read = await browser(cookie, f"experiments/get?experiment_id={experiment_id}", origin=None)
     assert trusted.code == scripted.code == read.code == 200
     assert json.loads(read.body)["experiment"]["name"] == "proxy-<b>"
@@ -159,16 +170,16 @@ def echo_instead_of_mlflow(monkeypatch):
 
 
 @pytest.mark.usefixtures("echo_instead_of_mlflow", "no_orphans", "stop_proxied_servers")
-async def test_jupyter_credentials_never_reach_the_proxied_server(jp_fetch, http_server_client, jp_base_url,
-                                                                  jp_auth_header):
+async def test_jupyter_credentials_never_reach_the_proxied_server(
+    jp_fetch, http_server_client, jp_base_url, jp_auth_header
+):
     # Given a logged-in browser's cookie, Jupyter's token in a header, and the token in a URL's query
     servers = await jp_fetch("server-proxy", "servers-info")
     cookie = next(c.split(";")[0] for c in servers.headers.get_list("Set-Cookie") if c.startswith("username-"))
     token = jp_auth_header["Authorization"].split()[-1]
 
     def fetch(path: str, headers: dict):
-        return http_server_client.fetch(url_path_join(jp_base_url, "mlflow", path), headers=headers,
-                                        request_timeout=60)
+        return http_server_client.fetch(url_path_join(jp_base_url, "mlflow", path), headers=headers, request_timeout=60)
 
     # When each reaches the MLflow route (served here by a server that echoes what it receives)
     answers = {

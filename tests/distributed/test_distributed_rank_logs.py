@@ -23,4 +23,8 @@ def test_lines_split_across_reads_and_inside_a_character_arrive_whole(tmp_path):
     tail.pump()
     tail.pump(final=True)
     # Then every line arrives once, whole and prefixed, the unterminated one at the end
-    assert out.getvalue().splitlines() == ["[rank 0] epoch 1 ███ 30%", "[rank 0] epoch 2 done", "[rank 0] no newline yet"]
+    assert out.getvalue().splitlines() == [
+        "[rank 0] epoch 1 ███ 30%",
+        "[rank 0] epoch 2 done",
+        "[rank 0] no newline yet",
+    ]

@@ -58,8 +58,11 @@ def test_workers_get_the_run_and_a_call_inside_an_active_run_is_its_child(store,
     child = next(r for r in runs_of("runs-nested") if r.info.run_id != parent.info.run_id)
     assert child.data.tags["mlflow.parentRunId"] == parent.info.run_id
     # And every rank got the tracking URI, the experiment and the child run
-    expected = {"MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"], "MLFLOW_EXPERIMENT_ID": experiment_id,
-                "MLFLOW_RUN_ID": child.info.run_id}
+    expected = {
+        "MLFLOW_TRACKING_URI": os.environ["MLFLOW_TRACKING_URI"],
+        "MLFLOW_EXPERIMENT_ID": experiment_id,
+        "MLFLOW_RUN_ID": child.info.run_id,
+    }
     assert results == [expected, expected]
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from jupyter_air.tracking import store as air_store
 from jupyter_air.tracking.proxy import mlflow_server
-from jupyter_air.tracking.ui_server import server_args
 from jupyter_air.tracking.system_metrics import SystemMetrics
+from jupyter_air.tracking.ui_server import server_args
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -73,8 +73,9 @@ def test_run_links(store, monkeypatch, tmp_path):
             "os.remove(path)\n"
             "print(out.strip())\n"
         )
-        return subprocess.run([sys.executable, "-c", server], env=env, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            [sys.executable, "-c", server], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     # Then the link is the MLflow UI proxied under the server's base URL, on the page's own origin
     assert link_from_kernel(env) == "/user/al ice/mlflow/#/experiments/3/runs/abc"
@@ -84,8 +85,9 @@ def test_run_links(store, monkeypatch, tmp_path):
     # And a script outside any Jupyter server links to a running server on the same store, in full
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     try:
-        (runtime / f"jpserver-{server.pid}.json").write_text(json.dumps(
-            {"pid": server.pid, "base_url": "/", "url": "http://127.0.0.1:8888/"}))
+        (runtime / f"jpserver-{server.pid}.json").write_text(
+            json.dumps({"pid": server.pid, "base_url": "/", "url": "http://127.0.0.1:8888/"})
+        )
         assert air_store.run_url("3", "abc") == "http://127.0.0.1:8888/mlflow/#/experiments/3/runs/abc"
     finally:
         server.kill()
@@ -121,9 +123,15 @@ class FakeGpuSource:
         from jupyter_air.gpu.types import Reading
 
         self.reads += 1
-        return Reading(utilization_percent=[40.0, 90.0], memory_used_bytes=[2_000_000_000, None],
-                       memory_total_bytes=[8_000_000_000, 8_000_000_000], temperature_celsius=[61.0, None],
-                       power_watts=[120.5, 300.0], errors=[None, None], processes=[])
+        return Reading(
+            utilization_percent=[40.0, 90.0],
+            memory_used_bytes=[2_000_000_000, None],
+            memory_total_bytes=[8_000_000_000, 8_000_000_000],
+            temperature_celsius=[61.0, None],
+            power_watts=[120.5, 300.0],
+            errors=[None, None],
+            processes=[],
+        )
 
     def close(self):
         self.closed = True

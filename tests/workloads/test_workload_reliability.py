@@ -42,8 +42,9 @@ def shared_tmp():
 def test_concurrent_first_runs_share_one_store_and_everything_is_owner_only(shared_tmp):
     # Given a brand-new AIR_HOME and the embedded MLflow store, nothing created yet
     air = embedded(shared_tmp / "air")
-    path = write_workload(shared_tmp, experiment_name="air-tests-first", command="echo first run",
-                          env_variables={"HF_TOKEN": "hf_secret"})
+    path = write_workload(
+        shared_tmp, experiment_name="air-tests-first", command="echo first run", env_variables={"HF_TOKEN": "hf_secret"}
+    )
 
     # When 5 `air run` start at once (each supervisor creates the store's tables if nobody has)
     runs = [air.popen("run", "-f", str(path), "-o", "json") for _ in range(5)]
@@ -56,8 +57,11 @@ def test_concurrent_first_runs_share_one_store_and_everything_is_owner_only(shar
     # And AIR_HOME and everything in it is owner-only: folders 0700, files 0600
     home = air.home
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
-    shared = [(str(p.relative_to(home)), oct(stat.S_IMODE(p.stat().st_mode)))
-              for p in [home, *home.rglob("*")] if stat.S_IMODE(p.stat().st_mode) & 0o077]
+    shared = [
+        (str(p.relative_to(home)), oct(stat.S_IMODE(p.stat().st_mode)))
+        for p in [home, *home.rglob("*")]
+        if stat.S_IMODE(p.stat().st_mode) & 0o077
+    ]
     assert shared == []
     assert {"jobs.db", "mlflow.db", "mlartifacts", "jobs"} <= {p.name for p in home.iterdir()}
     air.assert_no_processes()
@@ -67,21 +71,30 @@ def test_concurrent_first_runs_share_one_store_and_everything_is_owner_only(shar
 def test_another_user_cannot_read_secrets_runs_or_logs(shared_tmp):
     # Given a job whose environment holds a secret, in an AIR_HOME under a folder everyone may enter
     air = embedded(shared_tmp / "air")
-    path = write_workload(shared_tmp, experiment_name="air-tests-private", command="echo hf_secret in the log",
-                          env_variables={"HF_TOKEN": "hf_secret"})
+    path = write_workload(
+        shared_tmp,
+        experiment_name="air-tests-private",
+        command="echo hf_secret in the log",
+        env_variables={"HF_TOKEN": "hf_secret"},
+    )
     job = air.wait(air.submit(path), timeout=180)
     assert job["status"] == "SUCCEEDED"
     download = shared_tmp / "download"
     air("logs", job["job_run_id"], "--download-to", str(download), check=True)
 
     # When another user tries to read the job database, the MLflow store, the logs and the download
-    targets = [air.home / "jobs.db", air.home / "mlflow.db", *air.home.rglob("output.log"),
-               *download.rglob("output.log")]
+    targets = [
+        air.home / "jobs.db",
+        air.home / "mlflow.db",
+        *air.home.rglob("output.log"),
+        *download.rglob("output.log"),
+    ]
     results = [subprocess.run(["cat", str(t)], user=NOBODY, group=NOBODY, capture_output=True) for t in targets]
 
     # Then every read is refused
     assert len(targets) >= 5  # the job database, the store, the log, its MLflow artifact and the download
-    assert [(str(t), r.returncode) for t, r in zip(targets, results) if r.returncode == 0 or b"hf_secret" in r.stdout] == []
+    readable = [str(t) for t, r in zip(targets, results, strict=True) if r.returncode == 0 or b"hf_secret" in r.stdout]
+    assert readable == []
     assert all(b"Permission denied" in r.stderr for r in results)
 
 
@@ -89,14 +102,21 @@ def test_a_full_disk_fails_the_attempt_and_stops_the_workload(tmp_path):
     # Given files limited to 4 MiB (as `ulimit -f`), and a workload printing 20 MB as fast as it can
     air = embedded(tmp_path / "air")
     limit = 4 << 20
-    flood = f"{sys.executable} -c \"import sys, time\nfor _ in range(20000): sys.stdout.write('x' * 999 + chr(10))\ntime.sleep(300)\""
+    script = "import sys, time\nfor _ in range(20000): sys.stdout.write('x' * 999 + chr(10))\ntime.sleep(300)"
+    flood = f'{sys.executable} -c "{script}"'
     path = write_workload(tmp_path, experiment_name="air-tests-disk-full", command=flood)
 
     def limited():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    submitted = subprocess.run([sys.executable, "-m", "jupyter_air.cli", "run", "-f", str(path), "-o", "json"],
-                               env=air.env, capture_output=True, text=True, preexec_fn=limited, timeout=60)
+    submitted = subprocess.run(
+        [sys.executable, "-m", "jupyter_air.cli", "run", "-f", str(path), "-o", "json"],
+        env=air.env,
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=60,
+    )
     job_id = json.loads(submitted.stdout)["job_run_id"]
 
     # When the log reaches the limit
@@ -111,8 +131,9 @@ def test_a_full_disk_fails_the_attempt_and_stops_the_workload(tmp_path):
     air.assert_no_processes(timeout=5)
 
 
-def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_left_dying(tmp_path, tracking_uri,
-                                                                                           mlflow_client):
+def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_left_dying(
+    tmp_path, tracking_uri, mlflow_client
+):
     # Given a workload that prints a tick every 0.1 s and says so when it is asked to stop
     air = Air(tmp_path / "air", tracking_uri)
     ticking = "trap 'echo stopped by air; exit 143' TERM; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"
@@ -164,7 +185,10 @@ def test_cancel_stops_a_detached_daemon_holding_the_output_and_keeps_the_logs(tm
 def test_a_progress_bar_redrawn_with_carriage_returns_is_one_line_with_one_timestamp(tmp_path, tracking_uri):
     # Given a workload drawing a tqdm-style bar ("\r" between redraws) and then one more line
     air = Air(tmp_path / "air", tracking_uri)
-    bar = "printf 'epoch 1: 10%%\\r'; sleep 0.3; printf 'epoch 1: 50%%\\r'; sleep 0.3; printf 'epoch 1: 100%%\\n'; echo done"
+    bar = (
+        "printf 'epoch 1: 10%%\\r'; sleep 0.3; printf 'epoch 1: 50%%\\r'; sleep 0.3; "
+        "printf 'epoch 1: 100%%\\n'; echo done"
+    )
     job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-bar", command=bar))
 
     # When it is followed to its end and read again
@@ -200,15 +224,19 @@ def test_a_job_database_from_an_earlier_version_gains_the_new_columns(tmp_path):
     from jupyter_air.workloads.store import JobStore
 
     old = sqlite3.connect(tmp_path / "jobs.db")
-    old.execute("CREATE TABLE jobs (job_run_id TEXT PRIMARY KEY, experiment_name TEXT NOT NULL, experiment_id TEXT,"
-                " status TEXT NOT NULL, workload TEXT NOT NULL, source TEXT NOT NULL, user TEXT NOT NULL,"
-                " executor TEXT NOT NULL, num_accelerators INTEGER NOT NULL, max_retries INTEGER NOT NULL,"
-                " gpus TEXT, submitted_ms INTEGER NOT NULL, started_ms INTEGER, ended_ms INTEGER,"
-                " supervisor_pid INTEGER, supervisor_started REAL, cancel_requested INTEGER NOT NULL DEFAULT 0,"
-                " exit_code INTEGER, error TEXT)")
-    old.execute("INSERT INTO jobs (job_run_id, experiment_name, status, workload, source, user, executor,"
-                " num_accelerators, max_retries, gpus, submitted_ms) VALUES ('job-old', 'e', 'SUCCEEDED', '{}',"
-                " 'w.yaml', 'me', 'local', 0, 0, '[]', 1)")
+    old.execute(
+        "CREATE TABLE jobs (job_run_id TEXT PRIMARY KEY, experiment_name TEXT NOT NULL, experiment_id TEXT,"
+        " status TEXT NOT NULL, workload TEXT NOT NULL, source TEXT NOT NULL, user TEXT NOT NULL,"
+        " executor TEXT NOT NULL, num_accelerators INTEGER NOT NULL, max_retries INTEGER NOT NULL,"
+        " gpus TEXT, submitted_ms INTEGER NOT NULL, started_ms INTEGER, ended_ms INTEGER,"
+        " supervisor_pid INTEGER, supervisor_started REAL, cancel_requested INTEGER NOT NULL DEFAULT 0,"
+        " exit_code INTEGER, error TEXT)"
+    )
+    old.execute(
+        "INSERT INTO jobs (job_run_id, experiment_name, status, workload, source, user, executor,"
+        " num_accelerators, max_retries, gpus, submitted_ms) VALUES ('job-old', 'e', 'SUCCEEDED', '{}',"
+        " 'w.yaml', 'me', 'local', 0, 0, '[]', 1)"
+    )
     old.commit()
     old.close()
 

@@ -20,12 +20,15 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def jp_server_config(home, air_config, fake_nvml):
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}},
-            "JupyterAir": {**air_config, "job_check_interval_seconds": 0.2}}
+    return {
+        "ServerApp": {"jpserver_extensions": {"jupyter_air": True}},
+        "JupyterAir": {**air_config, "job_check_interval_seconds": 0.2},
+    }
 
 
-async def test_the_server_fails_a_job_whose_supervisor_was_killed(jp_serverapp, home, tmp_path, tracking_uri,
-                                                                  mlflow_client):
+async def test_the_server_fails_a_job_whose_supervisor_was_killed(
+    jp_serverapp, home, tmp_path, tracking_uri, mlflow_client
+):
     # Given a Jupyter server, and a running job under its AIR_HOME
     air = Air(home, tracking_uri)
     job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-server-check", command="sleep 120"))

@@ -29,8 +29,14 @@ CASES = [
         "list_at_top.yaml:1: the workload must be a mapping with experiment_name and command, not a list",
     ),
     ("empty.yaml", "empty.yaml:1: the workload must be a mapping with experiment_name and command, not empty"),
-    ("reserved_env.yaml", "reserved_env.yaml:5: env_variables.MLFLOW_RUN_ID: MLFLOW_RUN_ID is set by air for every attempt"),
-    ("env_name_newline.yaml", "env_name_newline.yaml:5: env_variables.'FOO\\n': 'FOO\\n' is not a valid environment variable"),
+    (
+        "reserved_env.yaml",
+        "reserved_env.yaml:5: env_variables.MLFLOW_RUN_ID: MLFLOW_RUN_ID is set by air for every attempt",
+    ),
+    (
+        "env_name_newline.yaml",
+        "env_name_newline.yaml:5: env_variables.'FOO\\n': 'FOO\\n' is not a valid environment variable",
+    ),
     ("env_value_nul.yaml", "env_value_nul.yaml:5: env_variables.HF_TOKEN: contains a NUL character"),
     ("param_key.yaml", "param_key.yaml:5: parameters.lr@1: parameter name 'lr@1' may only contain letters"),
     ("alias_bomb.yaml", "alias_bomb.yaml:9: YAML aliases here expand to more than 10000 values"),

@@ -1,0 +1,96 @@
+"""The options of a distributed call, defined once for ``@distributed``, ``.distributed()`` and the magics."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+
+
+def _option(default, flag: str, help: str, kind=None):
+    return dataclasses.field(default=default, metadata={"flag": flag, "help": help, "type": kind})
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a call runs and where it is recorded; checked when the call is defined, not when it runs."""
+
+    gpus: int | None = _option(
+        None,
+        "--gpus",
+        "processes to start, one per GPU (default: every visible GPU; on a node without GPUs, "
+        "N CPU processes, 1 by default)",
+        int,
+    )
+    experiment: str | None = _option(
+        None,
+        "--experiment",
+        "MLflow experiment name (default: mlflow.set_experiment's, MLFLOW_EXPERIMENT_NAME, "
+        "then /Users/<user>/<notebook>)",
+        str,
+    )
+    run_name: str | None = _option(None, "--run-name", "MLflow run name (default: a generated one)", str)
+    log_system_metrics: bool = _option(
+        True, "--no-system-metrics", "do not record CPU, memory and GPU metrics in the run"
+    )
+    timeout: float | None = _option(
+        None, "--timeout", "seconds after which a hung call is stopped (default: no limit)", float
+    )
+
+    def __post_init__(self):
+        gpus, timeout = self.gpus, self.timeout
+        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+            raise ValueError(f"gpus must be a positive whole number or None (every visible GPU), got {gpus!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+
+    @classmethod
+    def of(cls, options: dict) -> RunOptions:
+        """``RunOptions(**options)``, an unknown name refused with the names allowed (and a close one)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        for name in options:
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise TypeError(f"unknown option {name!r}: {hint}the options are {', '.join(names)}")
+        return cls(**options)
+
+    @classmethod
+    def signature(cls) -> list[inspect.Parameter]:
+        """The options as keyword-only parameters, so help() and the notebook's tooltips show them."""
+        return [
+            inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+            for f in dataclasses.fields(cls)
+        ]
+
+
+def magic_arguments(*names: str):
+    """IPython ``@argument`` decorators for the named options (every one by default), with their help."""
+    from IPython.core.magic_arguments import argument
+
+    fields = [f for f in dataclasses.fields(RunOptions) if not names or f.name in names]
+
+    def decorate(function):
+        for field in reversed(fields):
+            meta = field.metadata
+            if field.type in (bool, "bool"):
+                function = argument(meta["flag"], action="store_true", help=meta["help"])(function)
+            else:
+                function = argument(meta["flag"], type=meta["type"], default=None, help=meta["help"])(function)
+        return function
+
+    return decorate
+
+
+def from_magic(args, **unquoted) -> RunOptions:
+    """The options parsed by :func:`magic_arguments` (``unquoted``: values whose quotes were dropped)."""
+    values = {}
+    for field in dataclasses.fields(RunOptions):
+        attr = field.metadata["flag"].lstrip("-").replace("-", "_")
+        if not hasattr(args, attr):
+            continue
+        value = getattr(args, attr)
+        values[field.name] = (not value) if field.type in (bool, "bool") else unquoted.get(field.name, value)
+    return RunOptions(**values)

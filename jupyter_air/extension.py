@@ -6,12 +6,13 @@ import os
 import shutil
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Enum, Float, Integer, TraitError, validate
+from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from .routes import handlers
+from .tracking.links import PUBLIC_URL_ENV
 
 
 class JupyterAir(ExtensionApp):
@@ -52,6 +53,14 @@ class JupyterAir(ExtensionApp):
         help="Number of GPUs the 'simulated' source reports (1-16).",
     )
 
+    public_url = Unicode(
+        "",
+        config=True,
+        help="Public address of this server as people reach it, e.g. https://gpu-box.example.org/ or "
+        "https://hub.example.org/user/alice/ (default: empty: JupyterHub's public URL when there is one, else "
+        "the server's own URL). Links printed by the `air` command and scripts in this server's terminals start "
+        "with it; it is passed to them as AIR_PUBLIC_URL.",
+    )
     allow_proxy_route = Bool(
         False,
         config=True,
@@ -87,6 +96,8 @@ class JupyterAir(ExtensionApp):
         kind, count = self._source_kind(), simulated_gpus(self.simulated_gpus)
         # Kernels and terminals started by this server inherit its choice: one source everywhere.
         os.environ[SOURCE_ENV], os.environ[SIMULATED_GPUS_ENV] = kind, str(count)
+        if self.public_url:
+            os.environ[PUBLIC_URL_ENV] = self.public_url
         self.sampler = Sampler(
             lambda: open_source(kind, count),
             interval_seconds=self.sample_interval_seconds,

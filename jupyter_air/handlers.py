@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import tornado.web
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from tornado.ioloop import IOLoop
 
 from . import __version__
 from .gpu.service import GpuService
@@ -66,6 +67,33 @@ class VersionHandler(BaseHandler):
     @tornado.web.authenticated
     def get(self) -> None:
         self.finish(json.dumps({"version": __version__}))
+
+
+class RunOpenHandler(JupyterHandler):
+    """``GET jupyter-air/runs/<run_id>/open``: redirects to the run's page in the MLflow UI.
+
+    A page, not an API: without a session it goes through Jupyter's login and comes back here (a link
+    with a ``#`` fragment would lose it on the way).
+    """
+
+    @tornado.web.authenticated
+    async def get(self, run_id: str) -> None:
+        from .tracking.links import run_page
+
+        target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
+        if target is None:
+            raise tornado.web.HTTPError(404, f"No MLflow run {run_id} in this server's tracking store.")
+        self.redirect(target)
+
+
+class ExperimentOpenHandler(JupyterHandler):
+    """``GET jupyter-air/experiments/<experiment_id>/open``: redirects to the experiment in the MLflow UI."""
+
+    @tornado.web.authenticated
+    def get(self, experiment_id: str) -> None:
+        from .tracking.links import ui_target
+
+        self.redirect(ui_target(self.base_url, experiment_id))
 
 
 class ProxyRouteOffHandler(BaseHandler):

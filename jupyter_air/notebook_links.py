@@ -17,10 +17,6 @@ def in_jupyter_kernel() -> bool:
     return bool(shell) and getattr(shell, "kernel", None) is not None
 
 
-def _experiment_url(run_url: str | None) -> str | None:
-    return run_url.split("/runs/", 1)[0] if run_url else None
-
-
 def _link(text: str, url: str | None) -> str:
     label = html.escape(text)
     if not url:
@@ -34,7 +30,7 @@ def render_html(run, status: str, seconds: float) -> str:
     hint = "" if run.url else " <i>(no MLflow UI known for this store; open it with <code>mlflow ui</code>)</i>"
     return (
         '<div class="jp-Air-runStatus">MLflow experiment '
-        f"{_link(run.experiment_name, _experiment_url(run.url))} · run {_link(run.run_name, run.url)}"
+        f"{_link(run.experiment_name, run.experiment_url)} · run {_link(run.run_name, run.url)}"
         f' · <span style="color:{colour};font-weight:600">{html.escape(status.lower())}</span>'
         f" · {duration(seconds)}{hint}</div>"
     )

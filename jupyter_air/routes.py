@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from .handlers import GpuHandler, GpuRefreshHandler, ProxyRouteOffHandler, VersionHandler
+from .handlers import (
+    ExperimentOpenHandler,
+    GpuHandler,
+    GpuRefreshHandler,
+    ProxyRouteOffHandler,
+    RunOpenHandler,
+    VersionHandler,
+)
 
 NAMESPACE = "jupyter-air"
 
@@ -17,6 +24,8 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (f"/{NAMESPACE}/gpu", GpuHandler),
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
+        (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
+        (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
     ]
     if not allow_proxy_route:
         routes.append((r"/proxy/(.*)", ProxyRouteOffHandler))

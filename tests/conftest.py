@@ -14,10 +14,12 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(autouse=True)
 def restore_gpu_source_environment(monkeypatch):
-    """A Jupyter server exports its GPU source to its kernels through the environment: undo that per test."""
+    """A Jupyter server exports its GPU source and public URL to its kernels through the environment: undo that
+    per test."""
     from jupyter_air.gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV
+    from jupyter_air.tracking.links import PUBLIC_URL_ENV
 
-    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV):
+    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV, PUBLIC_URL_ENV):
         monkeypatch.setenv(name, os.environ.get(name, ""))  # records the value to put back after the test
         if not os.environ[name]:
             monkeypatch.delenv(name)

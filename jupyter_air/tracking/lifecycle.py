@@ -98,6 +98,7 @@ class ManagedRun:
         self.run_name = run_name
         self.experiment_name = ""
         self.url: str | None = None
+        self.experiment_url: str | None = None
         self.status: str | None = None
         self._metrics = None
 
@@ -189,11 +190,13 @@ class ManagedRun:
             raise
 
     def describe(self) -> None:
-        """Fill in ``experiment_name`` and ``url``, the link that opens the run (None when no UI is known)."""
-        from jupyter_air.tracking.store import run_url
+        """Fill in ``experiment_name``, and ``url`` and ``experiment_url``, the links that open the run and its
+        experiment (None when no UI serving this store is known)."""
+        from jupyter_air.tracking.links import links
 
         self.experiment_name = self.client.get_experiment(self.experiment_id).name
-        self.url = run_url(self.experiment_id, self.run_id)
+        found = links(self.experiment_id, self.run_id)
+        self.url, self.experiment_url = found.run, found.experiment
 
     def __enter__(self) -> ManagedRun:
         return self

@@ -1,21 +1,19 @@
-"""Where runs are recorded: the MLflow tracking URI, experiments and links that open a run."""
+"""Where runs are recorded: the MLflow tracking URI, the store made ready once, experiments."""
 
 from __future__ import annotations
 
-import glob
-import json
 import logging
 import os
 import pathlib
 from collections.abc import Mapping
-from urllib.parse import quote, unquote
-
-import psutil
+from urllib.parse import unquote
 
 from jupyter_air.home import air_home, file_lock, private_dir, private_file
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
+#: Experiment tag MLflow 3's UI reads to show an experiment as model training rather than GenAI.
+EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
 
 # MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
 # shows as an alarming stderr block on the first run. Its warnings and errors still show.
@@ -105,70 +103,12 @@ def ensure_experiment(name: str, artifact_location: str | None = None) -> str:
     elif artifact_location is not None and "://" not in artifact_location:
         artifact_location = pathlib.Path(artifact_location).expanduser().resolve().as_uri()
     try:
-        return mlflow_client.create_experiment(name, artifact_location=artifact_location)
+        return mlflow_client.create_experiment(
+            name, artifact_location=artifact_location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
+        )
     except MlflowException:
         # Another process created it between our lookup and our create.
         experiment = mlflow_client.get_experiment_by_name(name)
         if experiment is None:
             raise
         return experiment.experiment_id
-
-
-def _running_servers() -> list[dict]:
-    """Jupyter servers of this user that are alive, as described by their runtime files."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
-    servers = []
-    for path in glob.glob(os.path.join(jupyter_runtime_dir(), "jpserver-*.json")):
-        try:
-            with open(path, encoding="utf-8") as f:
-                info = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(info, dict) and psutil.pid_exists(int(info.get("pid", -1))):
-            servers.append(info)
-    return servers
-
-
-def _parent_server(servers: list[dict]) -> dict | None:
-    """The server among ``servers`` that this process (a kernel) descends from, if any."""
-    by_pid = {int(s["pid"]): s for s in servers}
-    try:
-        ancestors = psutil.Process().parents()
-    except psutil.Error:
-        return None
-    return next((by_pid[p.pid] for p in ancestors if p.pid in by_pid), None)
-
-
-def _same_store(server_pid: int) -> bool:
-    """True when the Jupyter server ``server_pid`` resolves the same tracking URI as this process."""
-    try:
-        server_env = psutil.Process(server_pid).environ()
-    except psutil.Error:
-        return True  # Unreadable (another user's process): assume the documented default.
-    return tracking_uri(server_env) == tracking_uri()
-
-
-def run_url(experiment_id: str, run_id: str) -> str | None:
-    """A link that opens the run in the MLflow UI, or None when no UI serving this store is known.
-
-    With an HTTP(S) tracking server the link points at it. With a local store it points at the
-    MLflow UI that the Jupyter server proxies at ``{base_url}mlflow/``: a path on the page's own
-    origin inside a kernel, a full URL from a plain script while a Jupyter server runs.
-    """
-    fragment = f"#/experiments/{quote(str(experiment_id), safe='')}/runs/{quote(str(run_id), safe='')}"
-    uri = tracking_uri()
-    if is_remote(uri):
-        return f"{uri.rstrip('/')}/{fragment}"
-    if not is_local(uri):
-        return None
-    servers = _running_servers()
-    server = _parent_server(servers)
-    if server is not None:
-        if not _same_store(int(server["pid"])):
-            return None
-        return f"{server.get('base_url', '/')}{PROXY_PATH}{fragment}"
-    for server in servers:
-        if _same_store(int(server["pid"])):
-            return f"{server['url'].rstrip('/')}/{PROXY_PATH}{fragment}"
-    return None

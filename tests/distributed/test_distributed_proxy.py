@@ -195,3 +195,32 @@ async def test_jupyter_credentials_never_reach_the_proxied_server(
         assert seen["path"] == path
         assert not {"cookie", "authorization", "x-xsrftoken"} & set(headers), headers
         assert token not in json.dumps(seen)
+
+
+async def test_run_links_survive_the_login_and_open_the_run_page(jp_fetch, http_server_client, jp_base_url, store):
+    # Given a run in the server's store
+    experiment_id = store.create_experiment("links-open")
+    run_id = store.create_run(experiment_id, run_name="linked").info.run_id
+
+    def get(path: str, **kwargs):
+        return http_server_client.fetch(
+            url_path_join(jp_base_url, path), follow_redirects=False, raise_error=False, **kwargs
+        )
+
+    # When the printed link is opened without a session, Then Jupyter's login comes first and keeps the link
+    anonymous = await get(f"jupyter-air/runs/{run_id}/open")
+    assert anonymous.code == 302
+    location = anonymous.headers["Location"]
+    assert "/login?next=" in location and f"jupyter-air%2Fruns%2F{run_id}%2Fopen" in location
+
+    # When it is opened logged in, Then it redirects to the run's page in the proxied MLflow UI
+    opened = await jp_fetch("jupyter-air", "runs", run_id, "open", follow_redirects=False, raise_error=False)
+    assert opened.code == 302
+    assert opened.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}/runs/{run_id}"
+    experiment = await jp_fetch(
+        "jupyter-air", "experiments", experiment_id, "open", follow_redirects=False, raise_error=False
+    )
+    assert experiment.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}"
+    # And an unknown run says so
+    unknown = await jp_fetch("jupyter-air", "runs", "0" * 32, "open", follow_redirects=False, raise_error=False)
+    assert unknown.code == 404

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from jupyter_air.tracking import store as air_store
+from jupyter_air.tracking.links import NO_LINKS, links, public_url
 from jupyter_air.tracking.proxy import mlflow_server
 from jupyter_air.tracking.system_metrics import SystemMetrics
 from jupyter_air.tracking.ui_server import server_args
@@ -48,27 +49,29 @@ def test_ensure_experiment_is_idempotent_and_keeps_artifacts_under_air_home(stor
 
 
 def test_run_links(store, monkeypatch, tmp_path):
-    # Given an HTTP tracking server, Then the link opens the run on it
+    # Given an HTTP tracking server, Then the links open the run and its experiment on it
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example/")
-    assert air_store.run_url("3", "abc") == "https://mlflow.example/#/experiments/3/runs/abc"
+    found = links("3", "abc")
+    assert found.run == "https://mlflow.example/#/experiments/3/runs/abc"
+    assert found.experiment == "https://mlflow.example/#/experiments/3"
 
     # Given the embedded store and no Jupyter server, Then no link can be known
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'x.db'}")
-    assert air_store.run_url("3", "abc") is None
+    assert links("3", "abc") == NO_LINKS
 
     # Given a Jupyter server process that started a kernel process asking for a link
     runtime = pathlib.Path(os.environ["JUPYTER_RUNTIME_DIR"])
     runtime.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
 
-    def link_from_kernel(kernel_env: dict) -> str:
-        kernel = "from jupyter_air.tracking.store import run_url; print(run_url('3', 'abc'))"
+    def link_from_child(child_env: dict, for_page: bool = True) -> str:
+        child = f"from jupyter_air.tracking.links import links; print(links('3', 'abc', for_page={for_page}).run)"
         server = (
             "import json, os, subprocess, sys\n"
             f"path = os.path.join({str(runtime)!r}, f'jpserver-{{os.getpid()}}.json')\n"
             "json.dump({'pid': os.getpid(), 'base_url': '/user/al ice/',"
             " 'url': 'http://127.0.0.1:8888/user/al ice/'}, open(path, 'w'))\n"
-            f"out = subprocess.run([sys.executable, '-c', {kernel!r}], env={kernel_env!r},"
+            f"out = subprocess.run([sys.executable, '-c', {child!r}], env={child_env!r},"
             " capture_output=True, text=True, check=True).stdout\n"
             "os.remove(path)\n"
             "print(out.strip())\n"
@@ -77,10 +80,15 @@ def test_run_links(store, monkeypatch, tmp_path):
             [sys.executable, "-c", server], env=env, capture_output=True, text=True, check=True
         ).stdout.strip()
 
-    # Then the link is the MLflow UI proxied under the server's base URL, on the page's own origin
-    assert link_from_kernel(env) == "/user/al ice/mlflow/#/experiments/3/runs/abc"
+    # Then a kernel's link is the server's open route for the run, a path on the page's own origin (no
+    # fragment, so it survives a login)
+    assert link_from_child(env) == "/user/al ice/jupyter-air/runs/abc/open"
+    # And a process in the server's terminal gets a full URL, the public one when it is known
+    assert link_from_child(env, for_page=False) == "http://127.0.0.1:8888/user/al ice/jupyter-air/runs/abc/open"
+    public = {**env, "AIR_PUBLIC_URL": "https://gpu.example.org/lab"}
+    assert link_from_child(public, for_page=False) == "https://gpu.example.org/lab/jupyter-air/runs/abc/open"
     # And a kernel using another store than the server's gets no (wrong) link
-    assert link_from_kernel({**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'other.db'}"}) == "None"
+    assert link_from_child({**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'other.db'}"}) == "None"
 
     # And a script outside any Jupyter server links to a running server on the same store, in full
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
@@ -88,10 +96,23 @@ def test_run_links(store, monkeypatch, tmp_path):
         (runtime / f"jpserver-{server.pid}.json").write_text(
             json.dumps({"pid": server.pid, "base_url": "/", "url": "http://127.0.0.1:8888/"})
         )
-        assert air_store.run_url("3", "abc") == "http://127.0.0.1:8888/mlflow/#/experiments/3/runs/abc"
+        found = links("3", "abc", for_page=False)
+        assert found.run == "http://127.0.0.1:8888/jupyter-air/runs/abc/open"
+        assert found.experiment == "http://127.0.0.1:8888/jupyter-air/experiments/3/open"
+        assert "runtime file" in found.origin
     finally:
         server.kill()
         server.wait()
+
+
+def test_public_url_comes_from_air_public_url_then_jupyterhub():
+    hub = {"JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/", "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/"}
+    assert public_url(hub) == ("https://hub.example.org/user/alice/", "JupyterHub's public URL")
+    assert public_url({**hub, "AIR_PUBLIC_URL": "https://box.example.org"}) == (
+        "https://box.example.org/",
+        "AIR_PUBLIC_URL",
+    )
+    assert public_url({}) == (None, None)
 
 
 def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home, tmp_path):

@@ -39,9 +39,9 @@ test('a distributed call links to its MLflow run, which opens in the MLflow UI',
   await expect(status.locator('b')).toHaveCount(0);
   const cell = page.locator('.jp-Cell').first();
   await cell.screenshot({ path: test.info().outputPath('distributed-run-output.png') });
-  // And the run link points at the MLflow UI served through this Jupyter server
+  // And the run link is this Jupyter server's route that opens the run in the MLflow UI
   const href = await runLink.getAttribute('href');
-  expect(href).toMatch(/\/mlflow\/#\/experiments\/\d+\/runs\/[0-9a-f]{32}$/);
+  expect(href).toMatch(/\/jupyter-air\/runs\/[0-9a-f]{32}\/open$/);
   // When the link is opened, Then MLflow's UI (started on first use) shows the run
   const mlflow = await page.context().newPage();
   await mlflow.goto(new URL(href!, page.url()).toString(), { timeout: 150_000 });

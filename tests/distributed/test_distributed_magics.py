@@ -59,16 +59,17 @@ def test_run_status_escapes_hostile_names_and_links():
         experiment_name="<script>alert(1)</script>",
         run_id="abc",
         run_name="<img src=x onerror=alert(2)>",
-        url='/mlflow/#/experiments/1/runs/abc"><script>',
+        url='/jupyter-air/runs/abc/open"><script>',
+        experiment_url="/jupyter-air/experiments/1/open",
     )
 
     # Then the HTML shows them as text, never as markup, and the text form names the run and link
     html = render_html(run, "FAILED", 3.0)
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
-    assert 'href="/mlflow/#/experiments/1/runs/abc&quot;&gt;&lt;script&gt;"' in html
+    assert 'href="/jupyter-air/runs/abc/open&quot;&gt;&lt;script&gt;"' in html
     text = render_text(run, "FINISHED", 65.0)
-    assert "abc" in text and "finished after 1m 05s" in text and "/mlflow/#/experiments/1" in text
+    assert "abc" in text and "finished after 1m 05s" in text and "/jupyter-air/runs/abc/open" in text
 
 
 def test_the_cell_ships_the_notebook_names_it_reads():

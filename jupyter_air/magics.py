@@ -18,9 +18,8 @@ def _unquote(value: str | None) -> str | None:
 
 
 def _options(args):
-    return from_magic(
-        args, experiment=_unquote(getattr(args, "experiment", None)), run_name=_unquote(getattr(args, "run_name", None))
-    )
+    names = ("experiment", "run_name", "ray_address")
+    return from_magic(args, **{name: _unquote(getattr(args, name, None)) for name in names})
 
 
 @magics_class
@@ -31,7 +30,8 @@ class AirMagics(Magics):
     @run_options()
     @cell_magic
     def air_distributed(self, line, cell):
-        """Run this cell on every GPU of the node (torch elastic launch) as one tracked MLflow run.
+        """Run this cell on every GPU of the node (torch elastic launch) as one tracked MLflow run;
+        with ``--nodes N``, on N nodes of a Ray cluster.
 
         The notebook names the cell reads are sent to every rank; the names it assigns on rank 0
         come back into the notebook when they can be pickled (the others are listed). RANK,

@@ -65,7 +65,8 @@ class SystemMetrics:
     may end the run while the launcher still owns it) and ``stop()`` always logs a final sample,
     so a call shorter than one interval still records one. Metric names are MLflow's
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
-    ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``.
+    ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
+    the run's store when it is not this process's (a node of a multi-node call).
     """
 
     def __init__(
@@ -74,12 +75,14 @@ class SystemMetrics:
         interval_seconds: float = 10.0,
         node_id: str | None = None,
         gpu_source=None,
+        tracking_uri: str | None = None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
         self.run_id = run_id
         self.interval_seconds = interval_seconds
         self.prefix = f"system/{node_id}/" if node_id else "system/"
+        self.tracking_uri = tracking_uri
         self._gpu_source = gpu_source
         self._owns_source = gpu_source is None
         self._stop = threading.Event()
@@ -106,7 +109,7 @@ class SystemMetrics:
 
         from jupyter_air.tracking.store import client
 
-        self._client = client()
+        self._client = client(self.tracking_uri)
         self._monitors = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
         if self._owns_source:
             self._gpu_source = _open_gpu_source()

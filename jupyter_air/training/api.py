@@ -1,15 +1,17 @@
-"""``@distributed``: run a function on every GPU of the node as one tracked MLflow run."""
+"""``@distributed``: run a function on every GPU of the node (or of several Ray nodes) as one tracked MLflow run."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-import os
 import time
 
+from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.training import runs
-from jupyter_air.training.errors import DistributedTimeout
-from jupyter_air.training.launch import Call, world_size_for
+from jupyter_air.training.cluster_call import ClusterCall
+from jupyter_air.training.errors import DistributedError, DistributedTimeout
+from jupyter_air.training.launch import Call, call_context, pack, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
 from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
@@ -20,7 +22,7 @@ _POLL_SECONDS = 0.1
 _WATCH_SECONDS = 1.0
 
 
-def _wait(call: Call, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
+def _wait(call: Call | ClusterCall, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
     deadline = None if timeout is None else time.monotonic() + timeout
     watched = 0.0
     while call.running:
@@ -49,49 +51,66 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
-    world_size, gpu_count = world_size_for(options.gpus)
-    tags = {
-        "air.source": source,
-        "air.function": name or getattr(function, "__qualname__", repr(function)),
-        "air.gpus": str(gpu_count),
-        "air.world_size": str(world_size),
-    }
+    tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
     params = runs.call_params(function, args, kwargs) if params is None else params
-    call = Call(function, args, kwargs, world_size)  # fails here, before any run exists, if it cannot travel
+    call = _prepare(function, args, kwargs, options, tags)  # fails here, before any run exists, if it cannot travel
     try:
         return _run_tracked(call, options, tags, params)
     finally:
         call.cleanup()
 
 
-def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
-    logs = [call.log_path(rank) for rank in range(call.world_size)]
-    tail = RankLogTail(logs)
+def _prepare(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str]) -> Call | ClusterCall:
+    """The call on this node, or on a Ray cluster for ``nodes > 1`` or an explicit ``ray_address``."""
+    if options.nodes > 1 or options.ray_address:
+        address = configured_address(options.ray_address)
+        if address is None:
+            raise DistributedError(
+                f"nodes={options.nodes} needs a Ray cluster: pass ray_address='auto' (this machine is a node of "
+                f"the cluster) or ray_address='ray://head-host:10001', or set {RAY_ADDRESS_ENV} (the Jupyter "
+                "server sets it from c.JupyterAir.ray_address)"
+            )
+        return ClusterCall(pack(function, args, kwargs), call_context(), options, address)
+    world_size, gpu_count = world_size_for(options.gpus)
+    tags.update({"air.gpus": str(gpu_count), "air.world_size": str(world_size)})
+    return Call.here(function, args, kwargs, world_size)
+
+
+def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
+    here = isinstance(call, Call)
     run = None
+    tail = None
     try:
-        with quiet_launcher_logs():
+        with quiet_launcher_logs() if here else contextlib.nullcontext():
             try:
                 call.start()  # the ranks start while their run is created, then wait for its id
-                run = TrackedRun(experiment=options.experiment, run_name=options.run_name, tags=tags)
-                call.release({**os.environ, **runs.worker_environment(run.run)})
-                run.announce(params, options.log_system_metrics)
+                tail = RankLogTail([f for files in call.log_files().values() for f in files])
+                run = TrackedRun(
+                    experiment=options.experiment,
+                    run_name=options.run_name,
+                    tags=tags if here else {**tags, **call.tags},
+                )
+                call.release(runs.worker_environment(run.run))
+                # Each node of a cluster call samples itself into the run (system/node_<n>/...).
+                run.announce(params, options.log_system_metrics and here)
                 _wait(call, tail, run, options.timeout)
             finally:
                 call.stop()
         results = call.results()
     except BaseException as exc:
         if run is not None:
-            _keep_logs(tail, run, logs)
+            _keep_logs(tail, run, call)
             run.finish_for(exc)
         raise
-    _keep_logs(tail, run, logs)
+    _keep_logs(tail, run, call)
     run.finish_for(None)
     return results
 
 
-def _keep_logs(tail: RankLogTail, run: TrackedRun, logs) -> None:
+def _keep_logs(tail: RankLogTail, run: TrackedRun, call: Call | ClusterCall) -> None:
     tail.pump(final=True)
-    run.run.upload(logs, "logs/node_0")
+    for folder, files in call.log_files().items():
+        run.run.upload([path for _, path in files], folder)
 
 
 class DistributedFunction:
@@ -116,7 +135,8 @@ def distributed(function=None, **options):
     Options (see :class:`~jupyter_air.training.options.RunOptions`): ``gpus`` processes to start, one
     per GPU (None: every visible GPU; on a node without GPUs, ``gpus`` CPU processes, one when None);
     ``experiment`` / ``run_name`` where the run is recorded; ``log_system_metrics`` sample CPU, memory
-    and GPU into the run; ``timeout`` seconds after which a hung call is stopped.
+    and GPU into the run; ``timeout`` seconds after which a hung call is stopped; ``nodes`` Ray nodes to
+    spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``).
     """
     run_options = RunOptions.of(options)
     if function is None:

@@ -20,7 +20,8 @@ def describe_exit(exitcode: int | None) -> str:
 class DistributedError(RuntimeError):
     """A rank of a distributed call failed; the first failure is described, with its traceback.
 
-    Attributes: ``rank`` (global rank that failed first), ``exitcode``, ``exception_type``,
+    Attributes: ``rank`` (global rank that failed first), ``node`` (its node in a multi-node call, else
+    None), ``exitcode``, ``exception_type``,
     ``exception_message``, ``worker_traceback`` (the worker's formatted traceback, with the
     notebook's source lines) and ``failures`` (``{rank: description}`` for every failed rank).
     """
@@ -30,6 +31,7 @@ class DistributedError(RuntimeError):
         message: str,
         *,
         rank: int | None = None,
+        node: int | None = None,
         exitcode: int | None = None,
         exception_type: str | None = None,
         exception_message: str | None = None,
@@ -38,6 +40,7 @@ class DistributedError(RuntimeError):
     ):
         super().__init__(message)
         self.rank = rank
+        self.node = node
         self.exitcode = exitcode
         self.exception_type = exception_type
         self.exception_message = exception_message
@@ -53,3 +56,7 @@ class DistributedError(RuntimeError):
 
 class DistributedTimeout(DistributedError):
     """The call ran longer than its ``timeout=`` and every worker was stopped."""
+
+
+class NodeLost(DistributedError):
+    """A node of a multi-node call stopped answering (its machine, raylet or actor died); ``node`` names it."""

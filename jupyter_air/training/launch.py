@@ -1,4 +1,8 @@
-"""Start one worker process per rank with PyTorch's elastic launcher and stop them all on demand."""
+"""Start one worker process per rank with PyTorch's elastic launcher and stop them all on demand.
+
+A :class:`Call` is one node's share of a launch: every rank on one node, or (``NodePlace.nnodes > 1``)
+node ``node_rank``'s ranks of a launch that other nodes' calls join through node 0's rendezvous store.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from jupyter_air.procs import ProcessTree
 from jupyter_air.training.errors import DistributedError, describe_exit
@@ -27,8 +32,11 @@ _FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air
 _STOP_DEADLINE_SECONDS = 10.0
 #: Environment variable every process of a call inherits (ranks' children and daemons included).
 CALL_ID_ENV = "AIR_CALL_ID"
-#: Collective libraries' socket interface on one node: loopback, unless the user chose one.
-_LOOPBACK_INTERFACES = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+#: Collective libraries' socket interface variables: set to the interface of the node's address unless the
+#: user chose one (loopback on one node).
+_INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+#: Seconds a node of a multi-node launch waits for the others at the rendezvous before it gives up.
+JOIN_TIMEOUT_SECONDS = 60
 
 _INSTALL_HINT = (
     "`.distributed()` needs PyTorch: install it with `pip install 'jupyter-air[distributed]'` "
@@ -71,8 +79,36 @@ def notebook_sources() -> dict[str, list[str]]:
     }
 
 
-def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = START_METHOD):
-    """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, stores on loopback."""
+@dataclass(frozen=True)
+class NodePlace:
+    """Where one node's ranks sit in a launch: node ``node_rank`` of ``nnodes``, ``nproc`` ranks on each.
+
+    Node ``n`` holds the global ranks ``n * nproc`` to ``n * nproc + nproc - 1``. ``endpoint`` is node 0's
+    rendezvous store (``host:port``, several nodes only); ``local_addr`` is this node's address.
+    """
+
+    nproc: int
+    nnodes: int = 1
+    node_rank: int = 0
+    endpoint: str = ""
+    local_addr: str = "127.0.0.1"
+    run_id: str = field(default_factory=lambda: f"air-{uuid.uuid4().hex[:12]}")
+
+    @property
+    def world_size(self) -> int:
+        return self.nnodes * self.nproc
+
+    @property
+    def ranks(self) -> range:
+        return range(self.node_rank * self.nproc, (self.node_rank + 1) * self.nproc)
+
+
+def launch_config(place: NodePlace, log_dir: pathlib.Path, start_method: str = START_METHOD):
+    """The elastic launcher's settings for one node: its ranks, no restarts.
+
+    One node: a rendezvous whose stores listen on loopback only. Several: torch's static rendezvous, whose
+    store is node 0's, listening on node 0's address only (see :mod:`~jupyter_air.training.rendezvous`).
+    """
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
 
@@ -82,14 +118,20 @@ def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = ST
         import multiprocessing
 
         multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+    if place.nnodes == 1:
+        backend, endpoint, configs, address = rendezvous.register(), "", {}, rendezvous.LOOPBACK
+    else:
+        backend, endpoint, address = rendezvous.register_static(), place.endpoint, place.local_addr
+        configs = {"rank": place.node_rank, "timeout": JOIN_TIMEOUT_SECONDS}
     return LaunchConfig(
-        min_nodes=1,
-        max_nodes=1,
-        nproc_per_node=world_size,
-        run_id=f"air-{uuid.uuid4().hex[:12]}",
-        rdzv_backend=rendezvous.register(),
-        rdzv_endpoint="",
-        local_addr=rendezvous.LOOPBACK,
+        min_nodes=place.nnodes,
+        max_nodes=place.nnodes,
+        nproc_per_node=place.nproc,
+        run_id=place.run_id,
+        rdzv_backend=backend,
+        rdzv_endpoint=endpoint,
+        rdzv_configs=configs,
+        local_addr=address,
         max_restarts=0,
         monitor_interval=0.05,
         start_method=start_method,
@@ -97,35 +139,61 @@ def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = ST
     )
 
 
-class Call:
-    """One launch of ``function(*args, **kwargs)`` on ``world_size`` local ranks."""
+def pack(function, args: tuple, kwargs: dict) -> bytes:
+    """The call's function and arguments as one pickle; raises DistributedError when they cannot travel."""
+    try:
+        return dumps({"function": function, "args": args, "kwargs": kwargs})
+    except Exception as exc:
+        raise DistributedError(
+            f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."
+            " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
+            " connections inside the function."
+        ) from exc
 
-    def __init__(self, function, args: tuple, kwargs: dict, world_size: int):
-        self.world_size = world_size
+
+def call_context() -> dict:
+    """What ranks need from the calling process: its import path, folder and notebook source lines."""
+    return {"sys_path": list(sys.path), "cwd": os.getcwd(), "sources": notebook_sources()}
+
+
+def interfaces_for(address: str) -> dict[str, str]:
+    """The collective libraries' interface variables naming the network interface that holds ``address``."""
+    import psutil
+
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.address == address for a in addresses):
+            return dict.fromkeys(_INTERFACE_VARIABLES, name)
+    return {}
+
+
+class Call:
+    """One node's launch of a packed call (:func:`pack`): its ranks, their logs, results and errors."""
+
+    def __init__(self, payload: bytes, context: dict, place: NodePlace, parent: pathlib.Path | None = None):
+        self.place = place
         self.id = uuid.uuid4().hex
         self.tree = ProcessTree(marker={CALL_ID_ENV: self.id})
-        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-"))
+        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-", dir=parent))
         for sub in ("logs", "pids", "results", "errors", "elastic"):
             (self.folder / sub).mkdir()
-        for rank in range(world_size):
+        for rank in place.ranks:
             self.log_path(rank).touch()  # every rank has a log artifact, even one that never started
-        context = {"sys_path": list(sys.path), "cwd": os.getcwd(), "sources": notebook_sources()}
         (self.folder / "context.json").write_text(json.dumps(context))
-        try:
-            data = dumps({"function": function, "args": args, "kwargs": kwargs})
-        except Exception as exc:
-            self.cleanup()
-            raise DistributedError(
-                f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."
-                " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
-                " connections inside the function."
-            ) from exc
-        (self.folder / "payload.pkl").write_bytes(data)
+        (self.folder / "payload.pkl").write_bytes(payload)
         self._thread = threading.Thread(target=self._launch, name="air-elastic-agent", daemon=True)
         # Waiting on an Event, not Thread.join(): a KeyboardInterrupt inside join() makes CPython
         # (before 3.13) mark the thread stopped while it still runs.
         self._done = threading.Event()
         self._failure: BaseException | None = None
+
+    @classmethod
+    def here(cls, function, args: tuple, kwargs: dict, world_size: int) -> Call:
+        """Every rank on this node; fails before anything starts if the call cannot travel."""
+        return cls(pack(function, args, kwargs), call_context(), NodePlace(world_size))
+
+    @property
+    def world_size(self) -> int:
+        return self.place.world_size
 
     def log_path(self, rank: int) -> pathlib.Path:
         return self.folder / "logs" / f"rank_{rank}.log"
@@ -134,9 +202,13 @@ class Call:
         """Launch the ranks; each waits for :meth:`release` before running the function."""
         self._thread.start()
 
-    def release(self, env: dict[str, str]) -> None:
-        """Let the ranks run, with ``env`` as their environment (plus the launcher's rank variables)."""
-        env = {**_LOOPBACK_INTERFACES, **env, CALL_ID_ENV: self.id}
+    def log_files(self) -> dict[str, list[tuple[str, pathlib.Path]]]:
+        """``{artifact folder: [(line prefix, log file)]}`` of every rank of the call."""
+        return {f"logs/node_{self.place.node_rank}": [(f"rank {r}", self.log_path(r)) for r in self.place.ranks]}
+
+    def release(self, overrides: dict[str, str]) -> None:
+        """Let the ranks run with this process's environment plus ``overrides`` (and the launcher's rank variables)."""
+        env = {**interfaces_for(self.place.local_addr), **os.environ, **overrides, CALL_ID_ENV: self.id}
         staging = self.folder / "env.json.tmp"
         staging.write_text(json.dumps(env))
         os.replace(staging, self.folder / "env.json")  # atomic: a rank never reads half of it
@@ -147,7 +219,7 @@ class Call:
         from jupyter_air.training.worker import run_rank
 
         try:  # each rank writes its result to a file: return values need not survive plain pickle
-            elastic_launch(launch_config(self.world_size, self.folder / "elastic"), run_rank)(str(self.folder))
+            elastic_launch(launch_config(self.place, self.folder / "elastic"), run_rank)(str(self.folder))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
             self._failure = exc
         finally:
@@ -185,22 +257,34 @@ class Call:
         """Each rank's return value, indexed by global rank; raises DistributedError for a failed call."""
         import cloudpickle
 
-        if self._failure is not None:
-            raise self._failure_error() from None
-        values = []
-        for rank in range(self.world_size):
+        return [cloudpickle.loads(data) for _, data in sorted(self.result_bytes().items())]
+
+    def result_bytes(self) -> dict[int, bytes]:
+        """Each of this node's ranks' pickled return value; raises DistributedError for a failed call."""
+        failure = self.failure_error()
+        if failure is not None:
+            raise failure from None
+        values = {}
+        for rank in self.place.ranks:
             path = self.folder / "results" / f"rank_{rank}.pkl"
             if not path.exists():
-                raise DistributedError(f"rank {rank} ended without returning a result", rank=rank)
-            values.append(cloudpickle.loads(path.read_bytes()))
+                raise DistributedError(f"rank {rank} ended without returning a result", rank=rank, node=self._node)
+            values[rank] = path.read_bytes()
         return values
 
-    def _failure_error(self) -> DistributedError:
+    @property
+    def _node(self) -> int | None:
+        return self.place.node_rank if self.place.nnodes > 1 else None
+
+    def failure_error(self) -> DistributedError | None:
+        """The DistributedError describing the first failed rank of this node, or None when none failed."""
         from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
         exc = self._failure
+        if exc is None:
+            return None
         if not isinstance(exc, ChildFailedError):
-            return DistributedError(f"the elastic launcher failed: {type(exc).__name__}: {exc}")
+            return DistributedError(f"the elastic launcher failed: {type(exc).__name__}: {exc}", node=self._node)
         failures = {rank: f"{describe_exit(f.exitcode)}" for rank, f in exc.failures.items()}
         rank, first = exc.get_first_failure()
         error_file = self.folder / "errors" / f"rank_{rank}.json"
@@ -210,6 +294,7 @@ class Call:
             return DistributedError(
                 f"rank {rank} failed ({describe_exit(first.exitcode)}): {summary}",
                 rank=rank,
+                node=self._node,
                 exitcode=first.exitcode,
                 exception_type=error["exception_type"],
                 exception_message=error["exception_message"],
@@ -218,8 +303,9 @@ class Call:
             )
         return DistributedError(
             f"rank {rank} {describe_exit(first.exitcode)} without raising a Python exception"
-            f" (os._exit, a crash or a signal); its output is in logs/node_0/rank_{rank}.log",
+            f" (os._exit, a crash or a signal); its output is in logs/node_{self.place.node_rank}/rank_{rank}.log",
             rank=rank,
+            node=self._node,
             exitcode=first.exitcode,
             failures=failures,
         )

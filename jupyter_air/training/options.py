@@ -36,15 +36,35 @@ class RunOptions:
     timeout: float | None = _option(
         None, "--timeout", "seconds after which a hung call is stopped (default: no limit)", float
     )
+    nodes: int = _option(
+        1,
+        "--nodes",
+        "Ray nodes to spread the call over, the GPUs of each (default 1: this node, without Ray)",
+        int,
+    )
+    ray_address: str | None = _option(
+        None,
+        "--ray-address",
+        "the Ray cluster: 'auto' on one of its nodes, 'host:6379' or 'ray://host:10001' (default: "
+        "$AIR_RAY_ADDRESS, set by the Jupyter server from c.JupyterAir.ray_address); given, even one node runs "
+        "on the cluster",
+        str,
+    )
 
     def __post_init__(self):
-        gpus, timeout = self.gpus, self.timeout
+        gpus, timeout, nodes = self.gpus, self.timeout, self.nodes
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
             raise ValueError(f"gpus must be a positive whole number or None (every visible GPU), got {gpus!r}")
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
         ):
             raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+            raise ValueError(f"nodes must be a positive whole number of Ray nodes, got {nodes!r}")
+        if self.ray_address is not None:
+            from jupyter_air.cluster.address import check
+
+            check(self.ray_address)
 
     @classmethod
     def of(cls, options: dict) -> RunOptions:
@@ -92,5 +112,8 @@ def from_magic(args, **unquoted) -> RunOptions:
         if not hasattr(args, attr):
             continue
         value = getattr(args, attr)
-        values[field.name] = (not value) if field.type in (bool, "bool") else unquoted.get(field.name, value)
+        if field.type in (bool, "bool"):
+            values[field.name] = not value
+        elif value is not None:  # a flag not given keeps the option's default
+            values[field.name] = unquoted.get(field.name) or value
     return RunOptions(**values)

@@ -13,7 +13,7 @@ def test_lines_split_across_reads_and_inside_a_character_arrive_whole(tmp_path):
     text = "epoch 1 ███ 30%\nepoch 2 done\n".encode()
     cut = text.index("█".encode()) + 1
     out = io.StringIO()
-    tail = RankLogTail([log, tmp_path / "rank_1.log"], stream=out)
+    tail = RankLogTail([("rank 0", log), ("rank 1", tmp_path / "rank_1.log")], stream=out)
     log.write_bytes(text[:cut])
     # When the tail is pumped after each piece
     tail.pump()

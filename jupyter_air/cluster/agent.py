@@ -1,0 +1,62 @@
+"""The base of every per-node actor: it marks what it starts, has it guarded, and says where it runs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import uuid
+from pathlib import Path
+
+from . import guard
+from .hosts import host_of
+
+#: Environment variable every process an actor starts inherits (its forkserver, ranks, workload commands):
+#: how the guard finds them all, daemons that left the session included.
+AGENT_ENV = "AIR_AGENT_ID"
+#: Most bytes of one file handed over by one read (a rank that prints a lot catches up over a few polls).
+READ_LIMIT_BYTES = 1 << 20
+
+
+class NodeAgent:
+    """State every per-node actor shares; subclasses add what the actor does on its node.
+
+    Made by :meth:`~jupyter_air.cluster.placement.NodeGroup.place` (or ``ray.remote`` for one node): the
+    first argument is the actor's index in its group.
+    """
+
+    def __init__(self, index: int):
+        self.index = index
+        self.agent_id = uuid.uuid4().hex
+        self.folder = Path(tempfile.mkdtemp(prefix="air-agent-"))
+        self.marker = {AGENT_ENV: self.agent_id}
+        self._guard = guard.start(self.marker, self.folder)
+        os.environ.update(self.marker)  # inherited by every process started from now on
+
+    def info(self) -> dict:
+        """Where this actor runs (the fields of :class:`~jupyter_air.cluster.placement.NodeInfo`)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        ip = ray.util.get_node_ip_address()
+        return {
+            "index": self.index,
+            "node_id": context.get_node_id(),
+            "ip": ip,
+            "hostname": socket.gethostname(),
+            "host": host_of(context.get_node_labels(), ip),
+            "pid": os.getpid(),
+        }
+
+    def ping(self) -> bool:
+        return True
+
+
+def read_from(path: Path, offset: int, limit: int = READ_LIMIT_BYTES) -> bytes:
+    """Up to ``limit`` bytes of ``path`` after ``offset`` (nothing when the file does not exist yet)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(limit)
+    except FileNotFoundError:
+        return b""

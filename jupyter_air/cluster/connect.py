@@ -1,0 +1,151 @@
+"""Joining the Ray cluster: a probe that names a bad address in seconds, then ``ray.init`` once per process.
+
+``ray.init("host:1")`` retries for minutes (821 s measured) before it gives up, so the address is probed
+first: a TCP connection, then one gRPC call with a deadline. Rank and workload output never goes through
+Ray's log forwarding (``log_to_driver=False``, so Ray's de-duplication of repeated lines never applies):
+each process writes its own log file on its node, and the node's actor hands the new bytes to the driver.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import threading
+
+from .address import host_port, is_client
+
+#: Seconds the probe waits for the TCP connection and for the gRPC answer.
+PROBE_SECONDS = 2.0
+_INSTALL_HINT = "install Ray where this runs: `pip install 'jupyter-air[ray]'` (then restart the kernel or server)"
+
+_lock = threading.Lock()
+_joined: dict[str, object] = {"address": None, "generation": 0}
+
+
+class ClusterUnreachable(ConnectionError):
+    """The Ray cluster cannot be joined; the message names the address and what to check."""
+
+
+def ray_module():
+    """``import ray``, or an error that says how to install it."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ClusterUnreachable(f"a Ray cluster is configured but Ray is not installed: {_INSTALL_HINT}") from exc
+    return ray
+
+
+def connect(address: str) -> int:
+    """Join the cluster at ``address`` unless this process already has; returns the connection's generation
+    (it changes when a new connection replaces the old one, and with it every actor made on the old one)."""
+    ray = ray_module()
+    with _lock:
+        if ray.is_initialized():
+            if _joined["address"] == address:
+                return int(_joined["generation"])
+            if _joined["address"] is None and not _same_cluster(ray, address):
+                raise ClusterUnreachable(
+                    f"this process already joined another Ray cluster with ray.init(); to use {address}, call "
+                    "ray.shutdown() first (or pass the address that ray.init() used)"
+                )
+            if _joined["address"] is not None:
+                ray.shutdown()
+        if not ray.is_initialized():
+            _join(ray, address)
+        _joined["address"] = address
+        _joined["generation"] = int(_joined["generation"]) + 1
+        return int(_joined["generation"])
+
+
+def disconnect() -> None:
+    """Leave the cluster this module joined (its actors and placement groups go with the connection)."""
+    with _lock:
+        if _joined["address"] is not None:
+            ray_module().shutdown()
+            _joined["address"] = None
+
+
+def _join(ray, address: str) -> None:
+    target = resolve(address)
+    probe(address, target)
+    kwargs: dict = {"log_to_driver": False, "logging_level": logging.WARNING}
+    host, _ = host_port(target)
+    if not is_client(address) and _is_loopback(host):
+        kwargs["_node_ip_address"] = host  # a cluster on this machine's loopback: stay on it
+    try:
+        ray.init(address=target, **kwargs)
+    except Exception as exc:  # Ray raises many kinds: each becomes one clear error
+        raise ClusterUnreachable(f"joining the Ray cluster at {address} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def resolve(address: str) -> str:
+    """``auto`` made concrete as Ray does it (``$RAY_ADDRESS``, then the cluster started on this machine)."""
+    if address != "auto":
+        return address
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        found = canonicalize_bootstrap_address("auto")
+    except (ConnectionError, ValueError) as exc:
+        found, reason = None, str(exc)
+    else:
+        reason = "no cluster address recorded"
+    if not found:
+        raise ClusterUnreachable(
+            f"Ray address 'auto' found no cluster on this machine ({reason}): start one with `ray start --head`, "
+            "or set the head's address, e.g. AIR_RAY_ADDRESS=head-host:6379 or ray://head-host:10001"
+        )
+    return found
+
+
+def probe(address: str, target: str, seconds: float = PROBE_SECONDS) -> None:
+    """Fail within ``seconds`` unless ``target`` answers as a Ray GCS (or a Ray Client server for ``ray://``)."""
+    import grpc
+
+    host, port = host_port(target)
+    client = is_client(target)
+    what = "Ray Client server" if client else "Ray head (GCS)"
+    named = address if address == target else f"{address} ({target})"
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            pass
+    except OSError as exc:
+        raise ClusterUnreachable(
+            f"cannot reach the {what} at {named}: {exc.strerror or exc}. Is the cluster running, and is this its "
+            "head's address (GCS port 6379 by default; ray:// uses the client port, 10001 by default)?"
+        ) from None
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    try:
+        if client:
+            grpc.channel_ready_future(channel).result(timeout=seconds)
+        else:
+            from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+            stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=seconds)
+    except (grpc.FutureTimeoutError, grpc.RpcError) as exc:
+        detail = exc.code().name if isinstance(exc, grpc.RpcError) else "no gRPC handshake"
+        raise ClusterUnreachable(
+            f"{named} answers TCP but not as a {what} ({detail} within {seconds:g} s): check the port "
+            "(the GCS port, 6379 by default; ray:// uses the client port, 10001 by default)"
+        ) from None
+    finally:
+        channel.close()
+
+
+def _same_cluster(ray, address: str) -> bool:
+    """True when the connection someone else made with ``ray.init()`` is to ``address``."""
+    if is_client(address):
+        return False
+    try:
+        return ray.get_runtime_context().gcs_address == resolve(address)
+    except Exception:  # noqa: BLE001 - whatever the reason, it is not known to be the same cluster
+        return False
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

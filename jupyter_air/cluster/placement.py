@@ -1,0 +1,175 @@
+"""One actor per node: a STRICT_SPREAD placement group with one bundle per node, each bundle taken by one actor.
+
+The actor asks for its bundle's whole resources, so Ray gives it the bundle's GPUs (``CUDA_VISIBLE_DEVICES``),
+and every process it starts inherits them. Bundle ``i`` is node ``i``: node 0 holds ranks ``0..L-1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: Seconds between checks of a placement that waits for resources (and for a cancel).
+_WAIT_STEP_SECONDS = 0.5
+#: Seconds the new actors may take to start and say where they run.
+_START_SECONDS = 120.0
+#: Concurrent calls per actor: a status poll or a stop must never queue behind a blocking wait.
+ACTOR_CONCURRENCY = 4
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """Where one actor of a group runs."""
+
+    index: int
+    node_id: str
+    ip: str
+    hostname: str
+    host: str
+    pid: int
+
+    def describe(self) -> str:
+        return f"node {self.index} ({self.hostname}, {self.ip}, Ray node {self.node_id[:12]})"
+
+    def to_json(self) -> dict:
+        return {"node": self.index, "hostname": self.hostname, "ip": self.ip, "ray_node_id": self.node_id}
+
+
+class PlacementError(RuntimeError):
+    """The cluster cannot place the group (now or ever); the message says what was asked and what there is."""
+
+
+def bundle(gpus: int, cpus: int, extra: dict[str, float] | None = None) -> dict[str, float]:
+    """One node's share: ``cpus`` CPUs, ``gpus`` GPUs (left out when 0) and any custom resources."""
+    return {"CPU": cpus, **({"GPU": gpus} if gpus else {}), **(extra or {})}
+
+
+def describe_bundle(share: dict[str, float]) -> str:
+    return ", ".join(f"{value:g} {name}" for name, value in share.items())
+
+
+def why_never(count: int, share: dict[str, float]) -> str | None:
+    """Why ``count`` distinct alive nodes can never each hold ``share`` (None when enough nodes are big enough)."""
+    import ray
+
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    fitting = [n for n in alive if all(n["Resources"].get(k, 0) >= v for k, v in share.items())]
+    if len(fitting) >= count:
+        return None
+    sizes = "; ".join(
+        f"{n['NodeManagerAddress']}: {describe_bundle({k: n['Resources'].get(k, 0) for k in share})}" for n in alive
+    )
+    return (
+        f"{count} node(s) with {describe_bundle(share)} each were asked for, but only {len(fitting)} of the cluster's "
+        f"{len(alive)} node(s) are that large ({sizes or 'no node'}): ask for fewer nodes or fewer GPUs per node"
+    )
+
+
+class NodeGroup:
+    """``count`` actors of ``actor_class`` (a plain class), one per node, made by :meth:`place`."""
+
+    def __init__(self, group, agents: list, infos: list[NodeInfo], share: dict[str, float]):
+        self.group = group
+        self.agents = agents
+        self.infos = infos
+        self.share = share
+        self.closed = False
+
+    @classmethod
+    def place(
+        cls,
+        actor_class: type,
+        count: int,
+        share: dict[str, float],
+        *,
+        init_args: tuple = (),
+        wait_seconds: float | None = None,
+        cancelled: Callable[[], bool] = lambda: False,
+        waiting: Callable[[str], None] = lambda message: None,
+    ) -> NodeGroup | None:
+        """Reserve one bundle per node and start the actors; None when ``cancelled()`` while waiting.
+
+        Raises :class:`PlacementError` at once when the cluster is too small, or after ``wait_seconds``
+        (None: wait as long as it takes) while busy nodes hold the resources.
+        """
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        never = why_never(count, share)
+        if never:
+            raise PlacementError(never)
+        group = placement_group([dict(share) for _ in range(count)], strategy="STRICT_SPREAD")
+        try:
+            if not _wait_ready(group, count, share, wait_seconds, cancelled, waiting):
+                remove_placement_group(group)
+                return None
+            remote = ray.remote(max_concurrency=ACTOR_CONCURRENCY)(actor_class)
+            resources = {k: v for k, v in share.items() if k not in ("CPU", "GPU")}
+            agents = [
+                remote.options(
+                    num_cpus=share.get("CPU", 0),
+                    num_gpus=share.get("GPU", 0),
+                    resources=resources or None,
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        placement_group=group, placement_group_bundle_index=index
+                    ),
+                ).remote(index, *init_args)
+                for index in range(count)
+            ]
+            placed = cls(group, agents, [], share)
+            try:
+                infos = ray.get([a.info.remote() for a in agents], timeout=_START_SECONDS)
+                placed.infos = [NodeInfo(**info) for info in infos]
+            except BaseException:
+                placed.close()
+                raise
+            return placed
+        except BaseException:
+            with contextlib.suppress(Exception):
+                remove_placement_group(group)
+            raise
+
+    @property
+    def hosts(self) -> list[str]:
+        return [info.host for info in self.infos]
+
+    def close(self) -> None:
+        """Kill every actor (Ray kills the processes of its group; the node's guard stops the rest) and free the
+        bundles. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        import ray
+        from ray.util.placement_group import remove_placement_group
+
+        for agent in self.agents:
+            with contextlib.suppress(Exception):  # an actor on a lost node is already gone
+                ray.kill(agent)
+        with contextlib.suppress(Exception):
+            remove_placement_group(self.group)
+
+
+def _wait_ready(group, count, share, wait_seconds, cancelled, waiting) -> bool:
+    import ray
+
+    ready = group.ready()
+    deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
+    announced = False
+    while True:
+        done, _ = ray.wait([ready], timeout=_WAIT_STEP_SECONDS)
+        if done:
+            return True
+        if cancelled():
+            return False
+        if not announced:
+            waiting(f"waiting for {count} node(s) with {describe_bundle(share)} free on the Ray cluster")
+            announced = True
+        if deadline is not None and time.monotonic() > deadline:
+            raise PlacementError(
+                f"the Ray cluster had no {count} distinct node(s) with {describe_bundle(share)} free within "
+                f"{wait_seconds:g} s (free now: {describe_bundle(ray.available_resources()) or 'nothing'}); "
+                "other work holds them: wait and run again, or ask for fewer"
+            )

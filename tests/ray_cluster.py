@@ -1,0 +1,148 @@
+"""A Ray cluster on this machine's loopback for tests and benchmarks: nodes with fake GPUs, teardown by recorded PID.
+
+Import it before Ray: it sets the environment Ray reads when imported. Every node, and this process's
+driver, uses 127.0.0.1; Ray's temporary folder is a short private one (Unix socket paths are limited).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import psutil
+
+# Without it Ray swaps 127.0.0.1 for the machine's interface address and connects there.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never report usage over the network
+
+LOOPBACK = "127.0.0.1"
+#: Environment variables that mark processes a node actor started, and its guard.
+AGENT_ENV, GUARD_ENV = "AIR_AGENT_ID", "AIR_AGENT_GUARD"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+class LocalCluster:
+    """A head node (1 CPU, no GPU: the driver's) plus worker nodes added with :meth:`add_node`."""
+
+    def __init__(self):
+        from ray.cluster_utils import Cluster
+
+        self.root = Path(tempfile.mkdtemp(prefix="air-ray-", dir="/tmp"))
+        self.temp_dir = self.root / "ray"
+        self.temp_dir.mkdir()
+        os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
+        self.pids: dict[int, float] = {}
+        self.cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1,
+                "node_ip_address": LOOPBACK,
+                "include_dashboard": False,
+                "dashboard_agent_listen_port": free_port(),
+                "temp_dir": str(self.temp_dir),
+            },
+        )
+        self._record(self.cluster.head_node)
+
+    @property
+    def address(self) -> str:
+        return self.cluster.address
+
+    def add_node(self, gpus: int = 2, cpus: int = 2, host: str | None = None):
+        """A worker node with ``gpus`` fake GPUs; ``host`` labels it as another machine (``air.io/host``)."""
+        labels = {"air.io/host": host} if host else None
+        node = self.cluster.add_node(
+            num_cpus=cpus,
+            num_gpus=gpus,
+            node_ip_address=LOOPBACK,
+            temp_dir=str(self.temp_dir),
+            **({"labels": labels} if labels else {}),
+        )
+        self._record(node)
+        return node
+
+    def wait_for_nodes(self) -> None:
+        self.cluster.wait_for_nodes()
+
+    def _record(self, node) -> None:
+        for infos in node.all_processes.values():
+            for info in infos:
+                with contextlib.suppress(psutil.Error):
+                    self.pids[info.process.pid] = psutil.Process(info.process.pid).create_time()
+
+    def kill_raylet(self, node) -> None:
+        """SIGKILL one node's raylet, as when its machine dies."""
+        node.all_processes["raylet"][0].process.kill()
+
+    def remove_node(self, node) -> None:
+        self.cluster.remove_node(node, allow_graceful=False)
+
+    def shutdown(self) -> None:
+        """Stop every node and kill whatever is left of their processes (collected before, by recorded PID)."""
+        import ray
+
+        tree = _tree(self.pids)
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+            self.cluster.shutdown()
+        finally:
+            _kill(tree | _tree(self.pids))
+            shutil.rmtree(self.root, ignore_errors=True)
+            if os.environ.get("RAY_TMPDIR") == str(self.root):
+                del os.environ["RAY_TMPDIR"]
+
+
+def _tree(pids: dict[int, float]) -> dict[int, float]:
+    """The recorded processes still alive (same start time) and all their descendants."""
+    found = {}
+    for pid, created in pids.items():
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            if abs(proc.create_time() - created) > 1:
+                continue
+            for p in [proc, *proc.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    found[p.pid] = p.create_time()
+    return found
+
+
+def _kill(pids: dict[int, float]) -> None:
+    procs = []
+    for pid, created in pids.items():
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(pid)
+            if abs(proc.create_time() - created) <= 1:
+                proc.kill()
+                procs.append(proc)
+    psutil.wait_procs(procs, timeout=5)
+
+
+def agent_processes() -> list[psutil.Process]:
+    """Live processes a node actor started (forkservers, ranks, workload commands) and the actors' guards."""
+    found = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            env = proc.environ()
+            if (AGENT_ENV in env or GUARD_ENV in env) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+def actor_processes(class_name: str) -> list[psutil.Process]:
+    """Live Ray worker processes running an actor of ``class_name`` (Ray titles them ``ray::<Class>...``)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if cmdline.startswith(f"ray::{class_name}") and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found

@@ -80,3 +80,31 @@ def gpu(jp_fetch):
         return json.loads(response.body)
 
     return fetch
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU) and two nodes with 2 fake
+    GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is killed at the end."""
+    from ray_cluster import LocalCluster
+
+    saved = {k: os.environ.get(k) for k in ("AIR_HOME", "JUPYTER_AIR_GPU_SOURCE")}
+    os.environ["AIR_HOME"] = str(tmp_path_factory.mktemp("cluster-home"))
+    os.environ["JUPYTER_AIR_GPU_SOURCE"] = "simulated"
+    try:
+        cluster = LocalCluster()
+        try:
+            cluster.add_node()
+            cluster.add_node()
+            cluster.wait_for_nodes()
+        except BaseException:
+            cluster.shutdown()
+            raise
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    yield cluster
+    cluster.shutdown()

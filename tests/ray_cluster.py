@@ -94,6 +94,9 @@ class LocalCluster:
         try:
             if ray.is_initialized():
                 ray.shutdown()
+            for node in [*self.cluster.worker_nodes, self.cluster.head_node]:
+                if node is not None:  # not gracefully: whatever is left is killed below anyway
+                    self.cluster.remove_node(node, allow_graceful=False)
             self.cluster.shutdown()
         finally:
             _kill(tree | _tree(self.pids))

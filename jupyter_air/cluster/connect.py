@@ -49,10 +49,12 @@ def connect(address: str) -> int:
                     f"this process already joined another Ray cluster with ray.init(); to use {address}, call "
                     "ray.shutdown() first (or pass the address that ray.init() used)"
                 )
-            if _joined["address"] is not None:
+        if not ray.is_initialized() or _joined["address"] is not None:
+            target = resolve(address)
+            probe(address, target)  # before leaving the current cluster: a bad address leaves it as it was
+            if ray.is_initialized():
                 ray.shutdown()
-        if not ray.is_initialized():
-            _join(ray, address)
+            _join(ray, address, target)
         _joined["address"] = address
         _joined["generation"] = int(_joined["generation"]) + 1
         return int(_joined["generation"])
@@ -66,9 +68,7 @@ def disconnect() -> None:
             _joined["address"] = None
 
 
-def _join(ray, address: str) -> None:
-    target = resolve(address)
-    probe(address, target)
+def _join(ray, address: str, target: str) -> None:
     kwargs: dict = {"log_to_driver": False, "logging_level": logging.WARNING}
     host, _ = host_port(target)
     if not is_client(address) and _is_loopback(host):

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .hosts import host_of
+
 #: Seconds between checks of a placement that waits for resources (and for a cancel).
 _WAIT_STEP_SECONDS = 0.5
 #: Seconds the new actors may take to start and say where they run.
@@ -88,11 +90,13 @@ class NodeGroup:
         wait_seconds: float | None = None,
         cancelled: Callable[[], bool] = lambda: False,
         waiting: Callable[[str], None] = lambda message: None,
+        check_hosts: Callable[[list[str]], None] = lambda hosts: None,
     ) -> NodeGroup | None:
         """Reserve one bundle per node and start the actors; None when ``cancelled()`` while waiting.
 
         Raises :class:`PlacementError` at once when the cluster is too small, or after ``wait_seconds``
-        (None: wait as long as it takes) while busy nodes hold the resources.
+        (None: wait as long as it takes) while busy nodes hold the resources. ``check_hosts`` sees each
+        bundle's host before any actor starts, and may refuse them by raising.
         """
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
@@ -106,6 +110,7 @@ class NodeGroup:
             if not _wait_ready(group, count, share, wait_seconds, cancelled, waiting):
                 remove_placement_group(group)
                 return None
+            check_hosts(bundle_hosts(group))
             remote = ray.remote(max_concurrency=ACTOR_CONCURRENCY)(actor_class)
             resources = {k: v for k, v in share.items() if k not in ("CPU", "GPU")}
             agents = [
@@ -150,6 +155,15 @@ class NodeGroup:
                 ray.kill(agent)
         with contextlib.suppress(Exception):
             remove_placement_group(self.group)
+
+
+def bundle_hosts(group) -> list[str]:
+    """The host of each bundle of a ready placement group, in bundle order (from the cluster's node table)."""
+    import ray
+
+    nodes = {n["NodeID"]: n for n in ray.nodes()}
+    placed = ray.util.placement_group_table(group)["bundles_to_node_id"]
+    return [host_of(nodes[placed[i]].get("Labels"), nodes[placed[i]]["NodeManagerAddress"]) for i in sorted(placed)]
 
 
 def _wait_ready(group, count, share, wait_seconds, cancelled, waiting) -> bool:

@@ -111,13 +111,19 @@ class ClusterCall:
         nproc, gpus = _shape(ray, self.options.gpus, self.nodes)
         share = bundle(gpus, nproc)
         self._key = (generation, self.nodes, tuple(sorted(share.items())))
-        self.group = _Kept.take(self._key) or NodeGroup.place(
-            TrainingAgent, self.nodes, share, wait_seconds=PLACEMENT_WAIT_SECONDS
-        )
-        try:
+
+        def check_hosts(hosts: list[str]) -> None:
             from jupyter_air.tracking.store import tracking_uri
 
-            check_tracking(self.group.hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
+            check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
+
+        self.group = _Kept.take(self._key)
+        if self.group is None:
+            self.group = NodeGroup.place(
+                TrainingAgent, self.nodes, share, wait_seconds=PLACEMENT_WAIT_SECONDS, check_hosts=check_hosts
+            )
+        try:
+            check_hosts(self.group.hosts)
             self._launch(ray, nproc)
         except BaseException:
             self.group.close()

@@ -1,0 +1,209 @@
+"""Calls on nodes that stand for two machines (``air.io/host`` labels): where runs can be tracked, a lost node."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from contextlib import redirect_stdout
+
+import pytest
+from ray_cluster import actor_processes, agent_processes, free_port
+
+from jupyter_air import distributed
+from jupyter_air.cluster.hosts import TrackingUnreachable
+from jupyter_air.training.errors import NodeLost
+
+pytestmark = pytest.mark.ray
+
+#: Seconds `mlflow server` may take to answer /health (about 20 s on a quiet machine).
+_SERVER_START_SECONDS = 180
+
+
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """A real `mlflow server` on 127.0.0.1 with a SQLite database and served artifacts: its http:// URI."""
+    folder = tmp_path_factory.mktemp("mlflow-server")
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{folder / 'mlflow.db'}",
+        "--serve-artifacts",
+        "--artifacts-destination",
+        str(folder / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+    log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    yield f"http://127.0.0.1:{port}", server
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    log.close()
+
+
+def wait_for_health(uri: str, server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + _SERVER_START_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(f"{uri}/health", timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        assert server.poll() is None, "mlflow server exited"
+        assert time.monotonic() < deadline, "mlflow server did not answer /health"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def two_hosts(mlflow_server, tmp_path_factory):
+    """A cluster whose two GPU nodes are labelled as two machines, and the MLflow server, both ready."""
+    from ray_cluster import LocalCluster
+
+    saved = os.environ.get("AIR_HOME")
+    os.environ["AIR_HOME"] = str(tmp_path_factory.mktemp("hosts-home"))
+    try:
+        cluster = LocalCluster()
+        nodes = [cluster.add_node(host="host-a"), cluster.add_node(host="host-b")]
+        cluster.wait_for_nodes()
+    finally:
+        if saved is None:
+            os.environ.pop("AIR_HOME", None)
+        else:
+            os.environ["AIR_HOME"] = saved
+    wait_for_health(*mlflow_server)
+    yield cluster, nodes
+    cluster.shutdown()
+
+
+@pytest.fixture
+def on_two_hosts(two_hosts, monkeypatch):
+    monkeypatch.setenv("AIR_RAY_ADDRESS", two_hosts[0].address)
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_EXPERIMENT_ID", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    return two_hosts
+
+
+def log_from_rank_0():
+    import os
+
+    import mlflow
+
+    if os.environ["RANK"] == "0":
+        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]):
+            mlflow.log_metric("loss", 0.25)
+    print("logged", flush=True)
+    return os.environ["RANK"]
+
+
+def test_a_local_tracking_store_is_refused_across_hosts(on_two_hosts, store, monkeypatch):
+    # Given the embedded SQLite store (a file on this machine) and nodes on two hosts
+    train = distributed(log_from_rank_0, gpus=1, nodes=2, experiment="hosts-sqlite")
+
+    # When the call is made, Then it is refused before anything runs, saying what to set
+    with pytest.raises(TrackingUnreachable) as caught:
+        train.distributed()
+    message = str(caught.value)
+    assert "host-a" in message and "host-b" in message and "MLFLOW_TRACKING_URI=http://" in message
+    assert "mlflow server" in message
+    # and no run was written anywhere
+    assert store.get_experiment_by_name("hosts-sqlite") is None
+
+
+def test_a_shared_mlflow_server_tracks_a_call_across_hosts(on_two_hosts, store, mlflow_server, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    # Given a shared MLflow tracking server over HTTP
+    uri, _ = mlflow_server
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    train = distributed(log_from_rank_0, gpus=1, nodes=2, experiment="hosts-http", log_system_metrics=False)
+
+    # When the call runs on both hosts
+    with redirect_stdout(io.StringIO()):
+        assert train.distributed() == ["0", "1"]
+
+    # Then its one run is in the server: FINISHED, the metric rank 0 logged, both nodes' logs as artifacts
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("hosts-http")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["loss"] == 0.25
+    folders = {item.path for item in client.list_artifacts(run.info.run_id, "logs")}
+    assert folders == {"logs/node_0", "logs/node_1"}
+
+
+def all_reduce_forever():
+    import os
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    print(f"raylet {os.environ['RAY_RAYLET_PID']}", flush=True)
+    while True:
+        dist.all_reduce(torch.ones(1))
+        time.sleep(0.1)
+
+
+def test_a_node_lost_mid_call_fails_naming_it_and_leaves_nothing(on_two_hosts, store, mlflow_server, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    # Given a call looping in all-reduce on both nodes (tracked by the shared server)
+    uri, _ = mlflow_server
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    train = distributed(all_reduce_forever, gpus=1, nodes=2, experiment="hosts-node-lost", log_system_metrics=False)
+    out = io.StringIO()
+    killed = {}
+
+    def kill_node_1_raylet():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = re.search(r"\[node 1 rank 1\] raylet (\d+)", out.getvalue())
+            if found:
+                time.sleep(1)  # a few all-reduce rounds
+                killed["at"] = time.monotonic()
+                os.kill(int(found.group(1)), signal.SIGKILL)
+                return
+            time.sleep(0.1)
+
+    threading.Thread(target=kill_node_1_raylet, daemon=True).start()
+
+    # When node 1's raylet is killed mid-call
+    with pytest.raises(NodeLost) as caught, redirect_stdout(out):
+        train.distributed()
+
+    # Then the call fails within 30 s, naming node 1
+    assert time.monotonic() - killed["at"] < 30
+    assert caught.value.node == 1
+    assert str(caught.value).startswith("node 1 (")
+    # and its run is FAILED with that cause
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("hosts-node-lost").experiment_id])
+    assert run.info.status == "FAILED"
+    assert "NodeLost: node 1" in run.data.tags["air.error"]
+    # and nothing it started runs anywhere: no rank, fork server or guard on either node, no actor
+    deadline = time.monotonic() + 20
+    while (agent_processes() or actor_processes("TrainingAgent")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert agent_processes() == []
+    assert actor_processes("TrainingAgent") == []

@@ -11,6 +11,8 @@ EPILOG = """examples:
   air run -f workload.yaml --override max_retries=2 --override compute.num_accelerators=0
   air list --all-status --filter experiment=my-training -o json
   air logs JOB_RUN_ID --follow
+  air run -f workload.yaml --override compute.num_nodes=2 --ray-address auto
+  air logs JOB_RUN_ID --node 1
   air cancel JOB_RUN_ID
 """
 
@@ -59,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-f", "--file", required=True, help="workload YAML file")
     run.add_argument("--watch", action="store_true", help="stream node 0's output until the job ends")
     run.add_argument("--dry-run", action="store_true", help="print the resolved workload; start nothing")
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="run on this Ray cluster ('auto' on one of its nodes, host:6379 or ray://host:10001); "
+        "default: compute.ray_address, then $AIR_RAY_ADDRESS for multi-node workloads",
+    )
     _repeatable(
         run,
         "--override",
@@ -84,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     logs = sub.add_parser("logs", help="output of one node of one attempt")
     logs.add_argument("job_run_id", metavar="JOB_RUN_ID")
-    logs.add_argument("--node", type=_non_negative, default=0, help="node index (default 0)")
+    logs.add_argument("--node", type=_non_negative, help="node index (default 0; --download-to: every node)")
     logs.add_argument("--retry", type=_non_negative, metavar="N", help="attempt N, 0 being the first (default: latest)")
     logs.add_argument("--tail", type=_non_negative, metavar="N", help="only the last N lines")
     logs.add_argument("--follow", action="store_true", help="keep streaming until the attempt ends")

@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(str(err), code=2) from None
     spec = resolved.as_dict()
     compute = resolved.workload.compute
-    if compute.num_accelerators or compute.accelerator_type:
+    scale = _scale(args, compute)
+    if scale.executor == "ray":
+        spec["compute"].update(num_nodes=scale.num_nodes, gpus_per_node=scale.gpus_per_node, ray_address=scale.address)
+    elif compute.num_accelerators or compute.accelerator_type:
         from jupyter_air.workloads.gpus import check_compute, node_gpus
 
         problem = check_compute(compute.num_accelerators, compute.accelerator_type, node_gpus())
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             print(yaml.safe_dump(spec, sort_keys=False).rstrip())
         return 0
     store = _store()
-    executor = executor_for("local")
+    executor = executor_for(scale.executor)
     from jupyter_air.tracking.store import tracking_uri
 
     job = store.create_job(spec, str(resolved.source), getpass.getuser(), executor.name, tracking_uri())
@@ -83,6 +86,24 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         return watch(store, job, json_lines=args.output == "json")
     return 0
+
+
+def _scale(args: argparse.Namespace, compute):
+    """This node, or the Ray cluster and its shape (exit 2 for a request that cannot be met as written)."""
+    from jupyter_air.cluster.errors import ClusterError
+    from jupyter_air.workloads.scale import ScaleError, plan
+
+    def local_gpus() -> int:
+        from jupyter_air.workloads.gpus import node_gpus
+
+        return len(node_gpus().gpus)
+
+    try:
+        return plan(compute, args.ray_address, local_gpus)
+    except ScaleError as err:
+        raise CliError(f"invalid workload {args.file}:\n  {err}", code=2) from None
+    except ClusterError as err:
+        raise CliError(str(err)) from None
 
 
 def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
@@ -127,6 +148,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("Attempts", f"{len(job.attempts)} (max retries {job.max_retries})"),
             ("User", job.user),
             ("GPUs", output.gpus(job)),
+            ("Nodes", output.nodes(job)),
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
             ("Error", job.error or "-"),
             ("Command", spec["command"]),
@@ -150,6 +172,21 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             for a in job.attempts
         ]
         output.table(columns, rows, status_column=1)
+    placed = job.attempts[-1].node_list if job.attempts else []
+    if placed:
+        print()
+        columns = ("NODE", "HOSTNAME", "IP", "RAY NODE", "EXIT CODE")
+        rows = [
+            [
+                str(n["node"]),
+                n["hostname"],
+                n["ip"],
+                n["ray_node_id"],
+                "-" if n["exit_code"] is None else str(n["exit_code"]),
+            ]
+            for n in placed
+        ]
+        output.table(columns, rows)
     return 0
 
 
@@ -157,8 +194,10 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
     from jupyter_air.workloads.logs import UnsafePath, download, node_dir, tail
 
     job = _job(store, args.job_run_id)
-    if args.node != 0:
-        raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", 2)
+    if args.node is not None and args.node >= job.num_nodes:
+        raise CliError(
+            f"--node {args.node} is out of range: the run has {job.num_nodes} node(s) (0 to {job.num_nodes - 1})", 2
+        )
     if args.retry is not None and args.retry > job.max_retries:
         raise CliError(
             f"--retry {args.retry} is out of range: {job.job_run_id} has attempts 0 to {job.max_retries}"
@@ -168,28 +207,30 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
     if args.download_to and (args.follow or args.tail is not None):
         raise CliError("--download-to writes the whole file; drop --follow and --tail", 2)
     json_lines = args.output == "json"
+    node = args.node or 0
     if args.follow:
-        return follow_attempt(store, job, args.retry, args.node, args.tail, json_lines)
+        return follow_attempt(store, job, args.retry, node, args.tail, json_lines)
     attempt = latest_attempt(job) if args.retry is None else args.retry
     started = {a.attempt for a in job.attempts}
     if attempt is None or attempt not in started:
         which = "no attempt" if attempt is None else f"attempt {attempt} has not"
         raise CliError(f"{which} started yet ({job.job_run_id} is {job.status}); add --follow to wait for it")
-    directory = node_dir(store.job_dir(job.job_run_id), attempt, args.node)
     if args.download_to:
-        try:
-            parts = (job.job_run_id, f"attempt_{attempt}", f"node_{args.node}")
-            path = download(directory, Path(args.download_to), parts)
-        except (UnsafePath, OSError) as err:
-            raise CliError(f"--download-to {args.download_to}: {err}") from None
-        if json_lines:
-            output.print_json(
-                {"job_run_id": job.job_run_id, "attempt": attempt, "node": args.node, "path": str(path)}, True
-            )
-        else:
-            print(path)
+        nodes = range(job.num_nodes) if args.node is None else [args.node]
+        for index in nodes:
+            try:
+                parts = (job.job_run_id, f"attempt_{attempt}", f"node_{index}")
+                path = download(node_dir(store.job_dir(job.job_run_id), attempt, index), Path(args.download_to), parts)
+            except (UnsafePath, OSError) as err:
+                raise CliError(f"--download-to {args.download_to}: {err}") from None
+            if json_lines:
+                output.print_json(
+                    {"job_run_id": job.job_run_id, "attempt": attempt, "node": index, "path": str(path)}, True
+                )
+            else:
+                print(path)
         return 0
-    emit(tail(directory, args.tail), args.node, attempt, json_lines)
+    emit(tail(node_dir(store.job_dir(job.job_run_id), attempt, node), args.tail), node, attempt, json_lines)
     return 0
 
 

@@ -41,6 +41,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "max_retries": job.max_retries,
         "mlflow_run_id": latest.mlflow_run_id if latest else None,
         "num_accelerators": job.num_accelerators,
+        "num_nodes": job.num_nodes,
         "gpus": job.gpus,
         "exit_code": job.exit_code,
         "error": job.error,
@@ -73,6 +74,12 @@ def gpus(job: Job) -> str:
     if job.gpus:
         return ",".join(str(i) for i in job.gpus)
     return "-" if job.num_accelerators == 0 else f"{job.num_accelerators} (not reserved)"
+
+
+def nodes(job: Job) -> str:
+    """``1`` on this machine; ``2 (Ray cluster at <address>)`` on a cluster."""
+    address = job.workload["compute"].get("ray_address")
+    return f"{job.num_nodes} (Ray cluster at {address})" if address else str(job.num_nodes)
 
 
 def list_row(job: Job) -> list[str]:

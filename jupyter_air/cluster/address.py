@@ -6,16 +6,14 @@ import os
 import re
 from collections.abc import Mapping
 
+from .errors import BadAddress
+
 #: Where kernels, terminals and the ``air`` command find the cluster; the Jupyter server exports its
 #: ``c.JupyterAir.ray_address`` to it, as it does its GPU source.
 RAY_ADDRESS_ENV = "AIR_RAY_ADDRESS"
 CLIENT_SCHEME = "ray://"
 _HOST_PORT = re.compile(r"^(?:ray://)?(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")
 _EXAMPLES = "'auto' (this machine is a node of the cluster), 'head-host:6379' or 'ray://head-host:10001'"
-
-
-class BadAddress(ValueError):
-    """A Ray address that cannot be an address; the message names it and shows the forms allowed."""
 
 
 def configured_address(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:

@@ -14,6 +14,7 @@ import socket
 import threading
 
 from .address import host_port, is_client
+from .errors import ClusterUnreachable
 
 #: Seconds the probe waits for the TCP connection and for the gRPC answer.
 PROBE_SECONDS = 2.0
@@ -21,10 +22,6 @@ _INSTALL_HINT = "install Ray where this runs: `pip install 'jupyter-air[ray]'` (
 
 _lock = threading.Lock()
 _joined: dict[str, object] = {"address": None, "generation": 0}
-
-
-class ClusterUnreachable(ConnectionError):
-    """The Ray cluster cannot be joined; the message names the address and what to check."""
 
 
 def ray_module():

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from .errors import TrackingUnreachable
+
 #: Node label naming the machine a Ray node runs on (``ray start --labels='{"air.io/host": "gpu-07"}'``).
 #: Without it a node's host is its IP address; several Ray nodes on one machine share it.
 HOST_LABEL = "air.io/host"
-
-
-class TrackingUnreachable(ValueError):
-    """Work would span several hosts but MLflow's tracking store is a file or database only one can reach."""
 
 
 def host_of(labels: Mapping[str, str] | None, ip: str) -> str:

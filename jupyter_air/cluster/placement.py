@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import PlacementError
 from .hosts import host_of
 
 #: Seconds between checks of a placement that waits for resources (and for a cancel).
@@ -37,10 +38,6 @@ class NodeInfo:
 
     def to_json(self) -> dict:
         return {"node": self.index, "hostname": self.hostname, "ip": self.ip, "ray_node_id": self.node_id}
-
-
-class PlacementError(RuntimeError):
-    """The cluster cannot place the group (now or ever); the message says what was asked and what there is."""
 
 
 def bundle(gpus: int, cpus: int, extra: dict[str, float] | None = None) -> dict[str, float]:

@@ -70,8 +70,9 @@ def _take_over(store: JobStore, job: Job, status: str, reason: str) -> None:
 
             wait_for_pump(attempt_marker(job.job_run_id, attempt.attempt))
             run = ManagedRun.adopt(attempt.mlflow_run_id, job.tracking_uri)
-            directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, 0)
-            run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt.attempt}/node_0")
+            for node in range(job.num_nodes):
+                directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, node)
+                run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt.attempt}/node_{node}")
             run.end(status, reason)
         except Exception as exc:  # noqa: BLE001 - the job state is already right; say what is left to do
             log.warning("Could not mark MLflow run %s %s: %s", attempt.mlflow_run_id, status, exc)

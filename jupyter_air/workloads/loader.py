@@ -36,6 +36,9 @@ class ResolvedWorkload:
 
     def as_dict(self) -> dict[str, Any]:
         data = self.workload.model_dump(mode="json")
+        for key in ("num_nodes", "ray_address"):  # the scale-out fields show once set (or resolved for a cluster)
+            if data["compute"][key] is None:
+                del data["compute"][key]
         data["code_source"]["root_path"] = str(self.root_path)
         data["mlflow_run_name"] = self.workload.run_name
         return data

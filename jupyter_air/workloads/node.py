@@ -78,8 +78,9 @@ class NodeProcess:
         return None if self.proc is None else self.proc.pid
 
     @property
-    def log_error(self) -> str | None:
-        """``log write failed: <reason>`` once the pump could not write the output."""
+    def problem(self) -> str | None:
+        """Why the attempt fails whatever its exit status: ``log write failed: <reason>`` once the pump could not
+        write the output."""
         return self._log_error
 
     def poll(self) -> int | None:

@@ -18,6 +18,8 @@ _RESERVED_ENV = {
     "AIR_ATTEMPT",
     "NODE_RANK",
     "NUM_NODES",
+    "MASTER_ADDR",
+    "MASTER_PORT",
     "CUDA_VISIBLE_DEVICES",
 }
 
@@ -65,11 +67,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-class Compute(_Strict):
-    """Accelerators the workload needs on one node."""
+def _ray_address(address: str) -> str:
+    from jupyter_air.cluster.address import check
 
-    num_accelerators: StrictInt = Field(1, ge=0, le=64)
+    return check(address)
+
+
+class Compute(_Strict):
+    """Accelerators an attempt needs in all, and on how many nodes of a Ray cluster (default: as many as they take)."""
+
+    num_accelerators: StrictInt = Field(1, ge=0, le=4096)
     accelerator_type: StrictStr | None = Field(None, pattern=r"^GPU_(\d+x)?\S+$")
+    num_nodes: StrictInt | None = Field(None, ge=1, le=512)
+    ray_address: Annotated[StrictStr, AfterValidator(_ray_address)] | None = None
 
 
 class CodeSource(_Strict):

@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 
 #: Columns added after the first release: created in databases made before them.
-_ADDED_COLUMNS = {"jobs": {"tracking_uri": "TEXT"}}
+_ADDED_COLUMNS = {"jobs": {"tracking_uri": "TEXT"}, "attempts": {"nodes": "TEXT"}}
 
 
 def now_ms() -> int:
@@ -80,11 +80,18 @@ class Attempt:
     pid_started: float | None
     exit_code: int | None
     error: str | None
+    #: JSON list of where each node ran (Ray attempts): ``[{"node", "hostname", "ip", "ray_node_id", "exit_code"}]``.
+    nodes: str | None = None
+
+    @property
+    def node_list(self) -> list[dict[str, Any]]:
+        return json.loads(self.nodes) if self.nodes else []
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         for key in ("job_run_id", "pid", "pid_started"):
             data.pop(key)
+        data["nodes"] = self.node_list
         return data
 
 
@@ -117,6 +124,11 @@ class Job:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
+
+    @property
+    def num_nodes(self) -> int:
+        """Nodes every attempt runs on (1 on this machine)."""
+        return self.workload["compute"].get("num_nodes") or 1
 
     @property
     def duration_seconds(self) -> float | None:

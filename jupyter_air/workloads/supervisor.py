@@ -1,7 +1,8 @@
-"""The detached process that runs one job's attempts on this node, each recorded as its own MLflow run."""
+"""The detached process that runs one job's attempts (here, or on Ray nodes), each recorded as its own MLflow run."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -12,8 +13,7 @@ from dataclasses import dataclass
 
 from jupyter_air import procs
 
-from .logs import node_dir
-from .node import NodeProcess
+from .executor import executor_for
 from .store import Job, JobStore, now_ms
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
@@ -40,6 +40,7 @@ class Supervisor:
         self.job_run_id = job_run_id
         self.user_umask = user_umask
         self.cancel = threading.Event()
+        self.executor = executor_for(store.get(job_run_id))
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -63,7 +64,7 @@ class Supervisor:
         spec = job.workload
         experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"])
         self.store.update(self.job_run_id, experiment_id=experiment_id)
-        gpus = self._reserve(spec["compute"]["num_accelerators"])
+        gpus = self._reserve(spec["compute"]["num_accelerators"]) if self.executor.runs_here else []
         if gpus is None:
             return Outcome("CANCELED", error="canceled while waiting for GPUs")
         outcome = Outcome("FAILED", error="no attempt ran")
@@ -93,7 +94,26 @@ class Supervisor:
         return None
 
     def _attempt(self, job: Job, experiment_id: str, attempt: int, gpus: list[int]) -> Outcome:
-        from jupyter_air.tracking.lifecycle import ManagedRun
+        from jupyter_air.cluster.errors import ClusterError
+
+        spec = job.workload
+        marker = attempt_marker(self.job_run_id, attempt)
+        node = self.executor.nodes(spec, self.store.job_dir(self.job_run_id), attempt, marker, self.user_umask, gpus)
+        try:
+            try:  # where it runs comes first: a refusal leaves no run behind
+                if not node.place(self.cancel, self._note):
+                    return Outcome("CANCELED", error=f"canceled while attempt {attempt} waited for nodes")
+            except ClusterError as exc:
+                return Outcome("FAILED", error=str(exc))
+            return self._tracked(job, experiment_id, attempt, node)
+        finally:
+            node.finish()  # background children the command left, the rest of its output, the nodes
+
+    def _note(self, message: str) -> None:
+        self.store.update(self.job_run_id, error=message)
+
+    def _tracked(self, job: Job, experiment_id: str, attempt: int, node) -> Outcome:
+        from jupyter_air.tracking.lifecycle import ManagedRun, system_metrics_interval
         from jupyter_air.tracking.store import tracking_uri
 
         spec = job.workload
@@ -108,36 +128,27 @@ class Supervisor:
         with run.guard():  # from here on, any failure ends the run FAILED
             run.describe()
             self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)
-            env = {
-                **os.environ,
+            overrides = {
                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
                 **spec["env_variables"],
                 "MLFLOW_TRACKING_URI": tracking_uri(),
                 "MLFLOW_EXPERIMENT_ID": experiment_id,
                 "MLFLOW_RUN_ID": run.run_id,
-                "NODE_RANK": "0",
-                "NUM_NODES": "1",
-                "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in gpus),
             }
-            directory = node_dir(self.store.job_dir(self.job_run_id), attempt, 0)
-            node = NodeProcess(
-                spec["command"],
-                spec["code_source"]["root_path"],
-                env,
-                directory,
-                attempt_marker(self.job_run_id, attempt),
-                umask=self.user_umask,
-            )
-            node.start()
+            node.start(overrides, None if self.executor.runs_here else system_metrics_interval())
             self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
+            self._record_nodes(attempt, node)
             if attempt == 0:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
-            run.start_system_metrics()
+            if self.executor.runs_here:
+                run.start_system_metrics()
             try:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:
-                node.finish()  # background children the command left, then the rest of its output
-            run.upload(sorted(directory.iterdir()), f"logs/attempt_{attempt}/node_0")
+                node.finish()
+            self._record_nodes(attempt, node)
+            for index, directory in enumerate(node.log_dirs):
+                run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt}/node_{index}")
             run.end(_MLFLOW_STATUS[outcome.status], outcome.error)
         self.store.update_attempt(
             self.job_run_id,
@@ -149,19 +160,23 @@ class Supervisor:
         )
         return outcome
 
-    def _wait(self, node: NodeProcess, timeout_minutes, attempt: int) -> Outcome:
+    def _record_nodes(self, attempt: int, node) -> None:
+        if node.nodes is not None:
+            self.store.update_attempt(self.job_run_id, attempt, nodes=json.dumps(node.nodes))
+
+    def _wait(self, node, timeout_minutes, attempt: int) -> Outcome:
         deadline = time.monotonic() + timeout_minutes * 60 if timeout_minutes else None
         while (code := node.wait(timeout=0.1)) is None:
             if self.cancel.is_set():
                 return Outcome("CANCELED", node.stop(), f"attempt {attempt} canceled")
-            if node.log_error:
-                return Outcome("FAILED", node.stop(), f"{node.log_error}; the workload was stopped")
+            if node.problem:
+                return Outcome("FAILED", node.stop(), f"{node.problem}; the workload was stopped")
             if deadline is not None and time.monotonic() > deadline:
                 return Outcome(
                     "TIMED_OUT", node.stop(), f"attempt {attempt} ran past timeout_minutes={timeout_minutes}"
                 )
-        if node.log_error:
-            return Outcome("FAILED", code, node.log_error)
+        if node.problem:
+            return Outcome("FAILED", code, node.problem)
         if code == 0:
             return Outcome("SUCCEEDED", 0)
         if code < 0:

@@ -17,7 +17,7 @@ import pytest
 from ray_cluster import actor_processes, agent_processes, free_port
 
 from jupyter_air import distributed
-from jupyter_air.cluster.hosts import TrackingUnreachable
+from jupyter_air.cluster.errors import TrackingUnreachable
 from jupyter_air.training.errors import NodeLost
 
 pytestmark = pytest.mark.ray

@@ -1,0 +1,24 @@
+"""Why work cannot run on the Ray cluster; each message names what was asked and what to change."""
+
+from __future__ import annotations
+
+
+class ClusterError(Exception):
+    """Work cannot start on the Ray cluster (nothing was started, no run was created for it)."""
+
+
+class BadAddress(ClusterError, ValueError):
+    """A Ray address that cannot be an address; the message names it and shows the forms allowed."""
+
+
+class ClusterUnreachable(ClusterError, ConnectionError):
+    """The Ray cluster cannot be joined; the message names the address and what to check."""
+
+
+class PlacementError(ClusterError, RuntimeError):
+    """The cluster cannot place the nodes asked for (now or ever); the message says what was asked and what
+    there is."""
+
+
+class TrackingUnreachable(ClusterError, ValueError):
+    """Work would span several hosts but MLflow's tracking store is a file or database only one can reach."""

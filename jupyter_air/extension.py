@@ -8,6 +8,9 @@ import shutil
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 
+from .cluster.address import RAY_ADDRESS_ENV, configured_address
+from .cluster.errors import BadAddress
+from .gpu.cluster import ClusterGpu
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
@@ -69,6 +72,16 @@ class JupyterAir(ExtensionApp):
         "MLflow UI does not need it.",
     )
 
+    ray_address = Unicode(
+        "",
+        config=True,
+        help="The Ray cluster whose nodes the GPU panel shows, and where notebooks and `air run` send multi-node "
+        "work: 'auto' when this server runs on a node of the cluster, 'head-host:6379', or 'ray://head-host:10001' "
+        "(Ray Client) for a remote head. Empty (the default): no cluster, Ray is never imported. Needs "
+        f"`pip install 'jupyter-air[ray]'`. The environment variable {RAY_ADDRESS_ENV} overrides this setting; the "
+        "server passes the address to its kernels and terminals in it.",
+    )
+
     job_check_interval_seconds = Float(
         5.0,
         config=True,
@@ -104,11 +117,29 @@ class JupyterAir(ExtensionApp):
             history_seconds=self.history_seconds,
             idle_timeout_seconds=self.idle_timeout_seconds,
         )
-        service = GpuService(self.sampler, self.serverapp.kernel_manager, self.serverapp.session_manager)
+        self.cluster = self._cluster(kind, count)
+        service = GpuService(
+            self.sampler, self.serverapp.kernel_manager, self.serverapp.session_manager, cluster=self.cluster
+        )
         self.settings["jupyter_air_gpu"] = service
         self.sampler.start()
         self._start_job_checks()
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
+
+    def _cluster(self, kind: str, count: int) -> ClusterGpu | None:
+        """Every node's GPUs when a Ray cluster is configured (joined on the first GPU request, not now)."""
+        try:
+            address = configured_address(os.environ.get(RAY_ADDRESS_ENV) or self.ray_address or None)
+        except BadAddress as err:
+            self.log.error("jupyter_air: %s. The GPU panel shows this node only.", err)
+            return None
+        if address is None:
+            return None
+        os.environ[RAY_ADDRESS_ENV] = address  # kernels and terminals started by this server use the same cluster
+        self.log.info("jupyter_air: the GPU panel shows every node of the Ray cluster at %s.", address)
+        return ClusterGpu(
+            address, kind, count, self.sample_interval_seconds, self.history_seconds, self.idle_timeout_seconds
+        )
 
     def _start_job_checks(self) -> None:
         """Mark jobs whose supervisor died FAILED within seconds, even when no `air` command runs."""
@@ -149,6 +180,8 @@ class JupyterAir(ExtensionApp):
 
     async def stop_extension(self) -> None:
         self.sampler.stop()
+        if self.cluster is not None:
+            self.cluster.close()
         if getattr(self, "_job_checks", None) is not None:
             self._job_checks.stop()
             self._job_executor.shutdown(wait=True, cancel_futures=True)

@@ -9,7 +9,7 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
 from . import __version__
-from .gpu.service import GpuService
+from .gpu.service import GpuService, NoSuchNode
 
 
 class BaseHandler(APIHandler):
@@ -50,17 +50,29 @@ class BaseHandler(APIHandler):
     def since(self) -> int | None:
         return self.epoch_ms_argument("since")
 
+    def node(self) -> str | None:
+        """The ``node`` query argument (a Ray node id of the cluster), None when absent."""
+        return self.get_query_argument("node", None) or None
+
+    async def answer(self, ask) -> None:
+        """Answer with ``await ask(since, node)``; a node the server does not know is a 404 saying which it knows."""
+        try:
+            payload = await ask(self.since(), self.node())
+        except NoSuchNode as exc:
+            raise tornado.web.HTTPError(404, "%s", str(exc)) from None
+        self.finish(json.dumps(payload))
+
 
 class GpuHandler(BaseHandler):
     @tornado.web.authenticated
     async def get(self) -> None:
-        self.finish(json.dumps(await self.gpu.snapshot(self.since())))
+        await self.answer(self.gpu.snapshot)
 
 
 class GpuRefreshHandler(BaseHandler):
     @tornado.web.authenticated
     async def post(self) -> None:
-        self.finish(json.dumps(await self.gpu.refresh(self.since())))
+        await self.answer(self.gpu.refresh)
 
 
 class VersionHandler(BaseHandler):

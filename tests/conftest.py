@@ -70,8 +70,10 @@ def jp_server_config(air_config, fake_nvml):
 def gpu(jp_fetch):
     """GET (or POST with ``refresh=True``) the GPU route and decode the JSON payload."""
 
-    async def fetch(since=None, refresh=False):
+    async def fetch(since=None, refresh=False, node=None):
         params = {} if since is None else {"since": str(since)}
+        if node is not None:
+            params["node"] = node
         if refresh:
             response = await jp_fetch("jupyter-air", "gpu", "refresh", method="POST", body=b"", params=params)
         else:

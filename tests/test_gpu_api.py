@@ -259,3 +259,12 @@ async def _sleep(seconds):
     import asyncio
 
     await asyncio.sleep(seconds)
+
+
+async def test_a_node_is_a_404_without_a_cluster(jp_fetch):
+    # Given a server with no Ray cluster configured, When the panel asks for a node
+    with pytest.raises(HTTPClientError) as caught:
+        await jp_fetch("jupyter-air", "gpu", params={"node": "abc"})
+    # Then the answer is 404 saying how to watch a cluster, and the payload of the plain route has no node list
+    assert caught.value.code == 404
+    assert "c.JupyterAir.ray_address" in json.loads(caught.value.response.body)["message"]

@@ -1,36 +1,84 @@
-"""The GPU model behind the REST API: one snapshot of the shared sampler per answer, shaped as JSON (no HTTP here)."""
+"""The GPU model behind the REST API: one snapshot per answer, shaped as JSON (no HTTP here).
+
+Without a Ray cluster the snapshot is this server's sampler's. With one (``c.JupyterAir.ray_address``)
+it is one node's, every node sampling itself (:mod:`~jupyter_air.gpu.cluster`), and the answer also
+lists every node under ``nodes``.
+"""
 
 from __future__ import annotations
 
 import socket
 
 from .attribution import attribute
+from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
+
+
+class NoSuchNode(LookupError):
+    """A ``node`` the server cannot answer for; the message says which nodes there are."""
 
 
 class GpuService:
     """Answers GPU queries from the sampler's snapshots; never calls NVML on the caller's thread."""
 
-    def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None):
+    def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None, cluster: ClusterGpu | None = None):
         self.sampler = sampler
         self.kernel_manager = kernel_manager
         self.session_manager = session_manager
+        self.cluster = cluster
         self.node = socket.gethostname()
 
-    async def snapshot(self, since: int | None = None) -> dict:
+    async def snapshot(self, since: int | None = None, node: str | None = None) -> dict:
         """The payload of ``GET /jupyter-air/gpu``; resumes a stopped sampler with a fresh sample first."""
+        if self.cluster is not None:
+            return await self._from_cluster(node, since, refresh=False)
+        self._no_cluster(node)
         self.sampler.touch()
         await self.sampler.ensure_fresh()
         return await self._payload(self.sampler.snapshot(since))
 
-    async def refresh(self, since: int | None = None) -> dict:
+    async def refresh(self, since: int | None = None, node: str | None = None) -> dict:
         """Take a sample now (resuming sampling), then answer like ``snapshot``."""
+        if self.cluster is not None:
+            return await self._from_cluster(node, since, refresh=True)
+        self._no_cluster(node)
         self.sampler.touch()
         await self.sampler.refresh()
         return await self._payload(self.sampler.snapshot(since))
 
-    async def _payload(self, snap: Snapshot) -> dict:
+    def _no_cluster(self, node: str | None) -> None:
+        if node is not None:
+            raise NoSuchNode(
+                f"No node {node[:100]!r}: this server watches only its own GPUs (no Ray cluster is configured; "
+                "set c.JupyterAir.ray_address to watch every node of one)."
+            )
+
+    async def _from_cluster(self, node: str | None, since: int | None, refresh: bool) -> dict:
+        cluster = {"address": self.cluster.address, "error": None}
+        try:
+            summary, snap, nodes = await self.cluster.answer(node, since, refresh)
+        except UnknownNode:
+            raise NoSuchNode(
+                f"No node {node[:100]!r} in the Ray cluster at {self.cluster.address}; GET jupyter-air/gpu lists "
+                "them under `nodes`."
+            ) from None
+        except ClusterUnavailable as exc:  # this server's own GPUs, with the reason the others are missing
+            self.sampler.touch()
+            await self.sampler.ensure_fresh()
+            payload = await self._payload(self.sampler.snapshot(since))
+            return {**payload, "nodes": [], "cluster": {**cluster, "error": str(exc)}}
+        payload = await self._payload(snap, local=summary.get("is_server_node", False))
+        return {
+            **payload,
+            "node": summary.get("hostname") or payload["node"],
+            "node_id": summary.get("id"),
+            "node_state": summary.get("state", "unreachable"),
+            "nodes": nodes,
+            "cluster": cluster,
+        }
+
+    async def _payload(self, snap: Snapshot, local: bool = True) -> dict:
         latest = snap.latest
         count = len(snap.devices)
         errors = latest.reading.errors if latest is not None else []
@@ -60,14 +108,15 @@ class GpuService:
                 "memory_used_bytes": [s.host.memory_used_bytes for s in snap.samples],
                 "memory_total_bytes": latest.host.memory_total_bytes if latest is not None else None,
             },
-            "processes": await self._processes(latest.reading.processes) if latest is not None else [],
+            "processes": await self._processes(latest.reading.processes, local) if latest is not None else [],
         }
 
-    async def _processes(self, processes) -> list[dict]:
+    async def _processes(self, processes, local: bool) -> list[dict]:
+        """Rows of GPU processes; on this server's node, each names its kernel and notebook when it has one."""
         if not processes:
             return []
         kernel_pids, kernel_paths = {}, {}
-        if self.kernel_manager is not None:
+        if local and self.kernel_manager is not None:
             for kernel_id in self.kernel_manager.list_kernel_ids():
                 pid = getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
                 if pid is not None:

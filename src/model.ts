@@ -11,6 +11,7 @@ import {
   IGpuPayload,
   IGpuProcess,
   IGpuSettings,
+  INodeSummary,
   IVersionPayload
 } from './tokens';
 import { FRONTEND_VERSION, sameVersion } from './version';
@@ -149,6 +150,33 @@ export class GpuModel implements IDisposable {
 
   get history(): IGpuHistory {
     return this._history;
+  }
+
+  /** Every node of the server's Ray cluster, as of the last answer; empty without a cluster. */
+  get nodes(): INodeSummary[] {
+    return this._nodes;
+  }
+
+  /** The cluster node whose details are shown; `null` for the "all nodes" overview (or no cluster). */
+  get selectedNode(): string | null {
+    return this._selectedNode;
+  }
+
+  /**
+   * Show one cluster node's details (`null`: the overview of every node). Its history starts
+   * afresh and is asked for at once, in the poll's one request (`gpu?node=<id>`).
+   */
+  selectNode(nodeId: string | null): void {
+    if (nodeId === this._selectedNode || this.isDisposed) {
+      return;
+    }
+    this._selectedNode = nodeId;
+    this._history = emptyHistory(0);
+    this._payload = null;
+    this._changed.emit();
+    if (this._started && !this.paused) {
+      void this._poll.refresh();
+    }
   }
 
   /**
@@ -316,7 +344,12 @@ export class GpuModel implements IDisposable {
 
   private async _fetch(refresh: boolean): Promise<void> {
     const since = newestTimestamp(this._history);
-    const query = since === null ? '' : `?since=${since}`;
+    const node = this._selectedNode;
+    const params = [
+      ...(node === null ? [] : [`node=${encodeURIComponent(node)}`]),
+      ...(since === null ? [] : [`since=${since}`])
+    ];
+    const query = params.length > 0 ? `?${params.join('&')}` : '';
     const endpoint = (refresh ? 'gpu/refresh' : 'gpu') + query;
     let payload: IGpuPayload;
     try {
@@ -325,12 +358,18 @@ export class GpuModel implements IDisposable {
         refresh ? { method: 'POST' } : { method: 'GET' }
       );
     } catch (error) {
+      if (node !== null && error instanceof RequestError && error.status === 404) {
+        this._selectedNode = null; // the node left the cluster: the next poll shows every node
+      }
       this._error =
         error instanceof RequestError
           ? error
           : new RequestError(`Reading GPU data failed: ${error}`, 'server', null);
       this._changed.emit();
       throw this._error;
+    }
+    if (node !== this._selectedNode) {
+      return; // asked before another node was chosen: the answer is not about the shown node
     }
     this._merge(payload);
     this._error = null;
@@ -342,6 +381,7 @@ export class GpuModel implements IDisposable {
     const sameSetup =
       previous !== null &&
       previous.node === payload.node &&
+      previous.node_id === payload.node_id &&
       previous.source === payload.source &&
       previous.devices.length === payload.devices.length;
     if (!sameSetup) {
@@ -350,6 +390,7 @@ export class GpuModel implements IDisposable {
     appendPayload(this._history, payload);
     capHistory(this._history, this.chartWindowMs);
     this._payload = payload;
+    this._nodes = payload.nodes ?? [];
     // The server's sampling interval may have changed; applies from the next poll.
     this._poll.frequency = this._frequency();
   }
@@ -360,6 +401,7 @@ export class GpuModel implements IDisposable {
   private _hiddenSinceMs: number | null = null;
   private _history: IGpuHistory = emptyHistory(0);
   private _inflight: Promise<void> = Promise.resolve();
+  private _nodes: INodeSummary[] = [];
   private _lastActivityMs: number;
   private _now: () => number;
   private _pausedAfterSeconds: number | null = null;
@@ -368,6 +410,7 @@ export class GpuModel implements IDisposable {
   private _refreshRequested = false;
   private _request: Requester;
   private _retryInMs: number | null = null;
+  private _selectedNode: string | null = null;
   private _serverVersion: string | null = null;
   private _settings: IGpuSettings;
   private _started = false;

@@ -59,6 +59,39 @@ export interface IHostSeries {
   memory_total_bytes: number | null;
 }
 
+/** State of a node of a Ray cluster: answering, not answered yet since its sampler started, or not answering. */
+export type NodeState = 'live' | 'starting' | 'unreachable';
+
+/** The newest values of one GPU of a cluster node, as the "all nodes" overview shows them. */
+export interface INodeGpu {
+  index: number;
+  name: string | null;
+  utilization_percent: number | null;
+  memory_used_bytes: number | null;
+  memory_total_bytes: number | null;
+  temperature_celsius: number | null;
+}
+
+/** One node of the Ray cluster the server watches (`nodes` of the GPU payload). */
+export interface INodeSummary {
+  /** Ray node id: the value of `?node=`. */
+  id: string;
+  hostname: string;
+  ip: string;
+  state: NodeState;
+  /** Why the node is not live, else `null`. */
+  reason: string | null;
+  /** Epoch ms of its newest answer, `null` before the first. */
+  last_seen_ms: number | null;
+  gpu_count: number | null;
+  source: string | null;
+  available: boolean;
+  /** True for the node the Jupyter server runs on. */
+  is_server_node: boolean;
+  /** Empty unless live: an unreachable node has no values, never zeros. */
+  gpus: INodeGpu[];
+}
+
 /** Answer of `GET jupyter-air/gpu` and `POST jupyter-air/gpu/refresh`. */
 export interface IGpuPayload {
   node: string;
@@ -74,6 +107,11 @@ export interface IGpuPayload {
   gpus: IGpuSeries;
   host: IHostSeries;
   processes: IGpuProcess[];
+  /** With a Ray cluster configured: the node this payload describes, its state, every node, the cluster. */
+  node_id?: string | null;
+  node_state?: NodeState;
+  nodes?: INodeSummary[];
+  cluster?: { address: string; error: string | null };
 }
 
 /** Answer of `GET jupyter-air/version`. */

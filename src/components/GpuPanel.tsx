@@ -6,9 +6,11 @@ import { latestValue } from '../history';
 import type { GpuModel } from '../model';
 import { ErrorBanner, PausedBanner, VersionBanner } from './Banners';
 import { ChartsView } from './ChartsView';
+import { ClusterOverview } from './ClusterOverview';
 import { DeviceList } from './DeviceList';
 import { Header } from './Header';
 import { HostRow } from './HostRow';
+import { NodeSelector } from './NodeSelector';
 import { ProcessList } from './ProcessList';
 
 export interface IGpuPanelProps {
@@ -30,11 +32,15 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
   const devices = model.devices;
   const pausedAfterSeconds = model.pausedAfterSeconds;
   const onRefresh = () => void model.refresh();
+  // With a Ray cluster: a node selector, and every node at a glance until one is chosen.
+  const cluster = model.nodes.length > 0 || !!payload?.cluster;
+  const overview = model.nodes.length > 0 && model.selectedNode === null;
+  const detail = overview ? null : payload;
 
   return (
     <div className="jp-Air-panel-body">
       <Header
-        node={payload?.node ?? null}
+        node={overview ? trans.__('All nodes') : (payload?.node ?? null)}
         source={payload?.source ?? null}
         newestSampleMs={model.newestSampleMs}
         state={state}
@@ -59,26 +65,46 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
           trans={trans}
         />
       ) : null}
-      {payload ? (
-        <HostRow
-          cpuPercent={latestValue(history.hostCpuPercent)}
-          memoryUsedBytes={latestValue(history.hostMemoryUsedBytes)}
-          memoryTotalBytes={payload.host?.memory_total_bytes ?? null}
+      {cluster ? (
+        <NodeSelector
+          nodes={model.nodes}
+          selected={model.selectedNode}
+          onSelect={nodeId => model.selectNode(nodeId)}
+          clusterError={payload?.cluster?.error ?? null}
           trans={trans}
         />
       ) : null}
-      {payload && !payload.available ? (
+      {overview ? (
+        <ClusterOverview
+          nodes={model.nodes}
+          onSelect={nodeId => model.selectNode(nodeId)}
+          trans={trans}
+        />
+      ) : null}
+      {detail ? (
+        <HostRow
+          cpuPercent={latestValue(history.hostCpuPercent)}
+          memoryUsedBytes={latestValue(history.hostMemoryUsedBytes)}
+          memoryTotalBytes={detail.host?.memory_total_bytes ?? null}
+          trans={trans}
+        />
+      ) : null}
+      {detail && !detail.available ? (
         <div className="jp-Air-empty">
-          <div className="jp-Air-empty-title">{trans.__('No GPU on this node')}</div>
+          <div className="jp-Air-empty-title">
+            {detail.node_state === 'unreachable'
+              ? trans.__('Node unreachable')
+              : trans.__('No GPU on this node')}
+          </div>
           <div className="jp-Air-empty-reason">
-            {payload.reason ?? trans.__('The server reports no GPU.')}
+            {detail.reason ?? trans.__('The server reports no GPU.')}
           </div>
         </div>
       ) : null}
       {!payload && !error ? (
         <div className="jp-Air-loading">{trans.__('Loading GPU data…')}</div>
       ) : null}
-      {devices.length > 0 ? (
+      {detail && devices.length > 0 ? (
         <>
           <DeviceList devices={devices} history={history} trans={trans} />
           <ChartsView

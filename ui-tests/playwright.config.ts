@@ -1,6 +1,7 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
- * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
+ * one server per GPU source (simulated, none), one without the server extension, one for training runs,
+ * and one watching a Ray cluster on loopback.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as path from 'path';
@@ -13,7 +14,8 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // can run their browser tests side by side.
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
 
-const SERVERS = [
+/** One JupyterLab server per project; `command` replaces `jlpm start`. */
+const SERVERS: { name: string; port: number; env: Record<string, string>; command?: string }[] = [
   { name: 'simulated', port: PORT_BASE, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
   { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
   {
@@ -30,6 +32,13 @@ const SERVERS = [
       JUPYTER_AIR_GPU_SOURCE: 'none',
       AIR_HOME: path.join(__dirname, '.air-home')
     }
+  },
+  {
+    // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).
+    name: 'cluster',
+    port: PORT_BASE + 4,
+    command: 'jlpm start:cluster',
+    env: {}
   }
 ];
 
@@ -64,15 +73,17 @@ const config: PlaywrightTestConfig = {
     use: { baseURL: `http://localhost:${server.port}` }
   })),
   webServer: SERVERS.map(server => ({
-    command: 'jlpm start',
+    command: server.command ?? 'jlpm start',
     url: `http://localhost:${server.port}/lab`,
     env: {
       ...(process.env as Record<string, string>),
       ...server.env,
       JUPYTER_AIR_UI_PORT: String(server.port)
     },
-    timeout: 120_000,
-    reuseExistingServer: false
+    timeout: 180_000,
+    reuseExistingServer: false,
+    // SIGTERM lets cluster_server.py stop its Ray nodes; a SIGKILL would leave some running.
+    gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 30_000 }
   }))
 };
 

@@ -59,7 +59,9 @@ test('the node selector shows every node, then one node in detail, then every no
   // Then its row says so, with when it was last seen, and shows no number at all
   const gone = panel.locator(`.jp-Air-nodeRow[data-node-id="${workerId}"]`);
   await expect(gone).toHaveAttribute('data-state', 'unreachable');
-  await expect(gone.locator('.jp-Air-nodeRow-absent')).toHaveText(/^No answer; last seen \d\d:\d\d:\d\d$/);
+  await expect(gone.locator('.jp-Air-nodeRow-absent')).toHaveText(
+    /^No answer; last seen \d\d:\d\d:\d\d$/
+  );
   await expect(gone.locator('.jp-Air-value-utilization')).toHaveCount(0);
   await expect(panel.locator('.jp-Air-nodeRow[data-state="live"]')).toHaveCount(2);
   await panel.screenshot({ path: test.info().outputPath('gpu-panel-nodes-unreachable.png') });

@@ -72,7 +72,9 @@ test-ui:
 	rm -rf ui-tests/.air-home
 	cd ui-tests && jlpm install && jlpm test
 
+# Ray Train is the baseline of bench_cluster; it is not a dependency of jupyter_air.
 bench: install
+	$(PIP) install -q "ray[train]==2.60.0"
 	$(PY) -m benchmarks
 
 clean:

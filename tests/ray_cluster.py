@@ -31,9 +31,12 @@ def free_port() -> int:
 
 
 class LocalCluster:
-    """A head node (1 CPU, no GPU: the driver's) plus worker nodes added with :meth:`add_node`."""
+    """A head node (1 CPU, no GPU: the driver's) plus worker nodes added with :meth:`add_node`.
 
-    def __init__(self):
+    ``client_port``: also serve Ray Client (``ray://127.0.0.1:<port>``) from the head.
+    """
+
+    def __init__(self, client_port: int | None = None):
         from ray.cluster_utils import Cluster
 
         self.root = Path(tempfile.mkdtemp(prefix="air-ray-", dir="/tmp"))
@@ -41,6 +44,7 @@ class LocalCluster:
         self.temp_dir.mkdir()
         os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
         self.pids: dict[int, float] = {}
+        self.client_port = client_port
         self.cluster = Cluster(
             initialize_head=True,
             head_node_args={
@@ -49,6 +53,7 @@ class LocalCluster:
                 "include_dashboard": False,
                 "dashboard_agent_listen_port": free_port(),
                 "temp_dir": str(self.temp_dir),
+                **({"ray_client_server_port": client_port} if client_port else {}),
             },
         )
         self._record(self.cluster.head_node)

@@ -82,7 +82,7 @@ def two_hosts(mlflow_server, tmp_path_factory):
     saved = os.environ.get("AIR_HOME")
     os.environ["AIR_HOME"] = str(tmp_path_factory.mktemp("hosts-home"))
     try:
-        cluster = LocalCluster()
+        cluster = LocalCluster(client_port=free_port())
         nodes = [cluster.add_node(host="host-a"), cluster.add_node(host="host-b")]
         cluster.wait_for_nodes()
     finally:
@@ -149,6 +149,47 @@ def test_a_shared_mlflow_server_tracks_a_call_across_hosts(on_two_hosts, store, 
     assert run.data.metrics["loss"] == 0.25
     folders = {item.path for item in client.list_artifacts(run.info.run_id, "logs")}
     assert folders == {"logs/node_0", "logs/node_1"}
+
+
+CLIENT_CALL = """
+import os, sys
+from jupyter_air import distributed
+
+def rank():
+    return os.environ["RANK"]
+
+if __name__ == "__main__":
+    call = distributed(rank, nodes=2, gpus=1, ray_address=sys.argv[1], experiment="hosts-client")
+    print("RESULTS", call.distributed(), call.distributed())
+"""
+
+
+def test_ray_client_mode_runs_calls_from_a_machine_outside_the_cluster(two_hosts, store, mlflow_server, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    # Given a kernel that reaches the cluster only through Ray Client (ray://), tracking to the shared server
+    uri, _ = mlflow_server
+    client_port = two_hosts[0].client_port
+    script = tmp_path / "client_call.py"
+    script.write_text(CLIENT_CALL)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+
+    # When it makes two calls on 2 nodes
+    result = subprocess.run(
+        [sys.executable, str(script), f"ray://127.0.0.1:{client_port}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    # Then both run, results by rank, each its own run in the server
+    server_logs = "".join(p.read_text()[-2000:] for p in two_hosts[0].temp_dir.rglob("ray_client_server_*.err"))
+    assert result.returncode == 0, result.stderr[-3000:] + server_logs
+    assert "RESULTS ['0', '1'] ['0', '1']" in result.stdout
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("hosts-client").experiment_id])
+    assert [r.info.status for r in runs] == ["FINISHED", "FINISHED"]
 
 
 def all_reduce_forever():

@@ -14,12 +14,13 @@ pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 @pytest.fixture(autouse=True)
 def restore_gpu_source_environment(monkeypatch):
-    """A Jupyter server exports its GPU source and public URL to its kernels through the environment: undo that
-    per test."""
+    """A Jupyter server exports its GPU source, public URL and Ray address to its kernels through the environment:
+    undo that per test."""
+    from jupyter_air.cluster.address import RAY_ADDRESS_ENV
     from jupyter_air.gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV
     from jupyter_air.tracking.links import PUBLIC_URL_ENV
 
-    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV, PUBLIC_URL_ENV):
+    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV, PUBLIC_URL_ENV, RAY_ADDRESS_ENV):
         monkeypatch.setenv(name, os.environ.get(name, ""))  # records the value to put back after the test
         if not os.environ[name]:
             monkeypatch.delenv(name)
@@ -86,27 +87,31 @@ def gpu(jp_fetch):
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
-    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU) and two nodes with 2 fake
-    GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is killed at the end."""
-    from ray_cluster import LocalCluster
+    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client too) and
+    two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is
+    killed at the end."""
+    from ray_cluster import LocalCluster, free_port
 
-    saved = {k: os.environ.get(k) for k in ("AIR_HOME", "JUPYTER_AIR_GPU_SOURCE")}
-    os.environ["AIR_HOME"] = str(tmp_path_factory.mktemp("cluster-home"))
-    os.environ["JUPYTER_AIR_GPU_SOURCE"] = "simulated"
+    environment = {"AIR_HOME": str(tmp_path_factory.mktemp("cluster-home")), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
+    cluster = LocalCluster(client_port=free_port(), environment=environment)
     try:
-        cluster = LocalCluster()
-        try:
-            cluster.add_node()
-            cluster.add_node()
-            cluster.wait_for_nodes()
-        except BaseException:
-            cluster.shutdown()
-            raise
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        cluster.add_node()
+        cluster.add_node()
+        cluster.wait_for_nodes()
+    except BaseException:
+        cluster.shutdown()
+        raise
     yield cluster
     cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_driver():
+    """At the end of a module, free the nodes kept for the next call and leave the cluster: later tests run in a
+    process that is no Ray driver (no Ray socket, no actor holding GPUs)."""
+    yield
+    from jupyter_air.cluster.connect import disconnect
+    from jupyter_air.training import release_nodes
+
+    release_nodes()
+    disconnect()

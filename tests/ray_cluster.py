@@ -33,10 +33,11 @@ def free_port() -> int:
 class LocalCluster:
     """A head node (1 CPU, no GPU: the driver's) plus worker nodes added with :meth:`add_node`.
 
-    ``client_port``: also serve Ray Client (``ray://127.0.0.1:<port>``) from the head.
+    ``client_port``: also serve Ray Client (``ray://127.0.0.1:<port>``) from the head. ``environment``: variables
+    every node's processes (and so every actor) see, on top of this process's.
     """
 
-    def __init__(self, client_port: int | None = None):
+    def __init__(self, client_port: int | None = None, environment: dict[str, str] | None = None):
         from ray.cluster_utils import Cluster
 
         self.root = Path(tempfile.mkdtemp(prefix="air-ray-", dir="/tmp"))
@@ -45,17 +46,19 @@ class LocalCluster:
         os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
         self.pids: dict[int, float] = {}
         self.client_port = client_port
-        self.cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 1,
-                "node_ip_address": LOOPBACK,
-                "include_dashboard": False,
-                "dashboard_agent_listen_port": free_port(),
-                "temp_dir": str(self.temp_dir),
-                **({"ray_client_server_port": client_port} if client_port else {}),
-            },
-        )
+        self.environment = dict(environment or {})
+        with self._environment():
+            self.cluster = Cluster(
+                initialize_head=True,
+                head_node_args={
+                    "num_cpus": 1,
+                    "node_ip_address": LOOPBACK,
+                    "include_dashboard": False,
+                    "dashboard_agent_listen_port": free_port(),
+                    "temp_dir": str(self.temp_dir),
+                    **({"ray_client_server_port": client_port} if client_port else {}),
+                },
+            )
         self._record(self.cluster.head_node)
 
     @property
@@ -65,15 +68,30 @@ class LocalCluster:
     def add_node(self, gpus: int = 2, cpus: int = 2, host: str | None = None):
         """A worker node with ``gpus`` fake GPUs; ``host`` labels it as another machine (``air.io/host``)."""
         labels = {"air.io/host": host} if host else None
-        node = self.cluster.add_node(
-            num_cpus=cpus,
-            num_gpus=gpus,
-            node_ip_address=LOOPBACK,
-            temp_dir=str(self.temp_dir),
-            **({"labels": labels} if labels else {}),
-        )
+        with self._environment():
+            node = self.cluster.add_node(
+                num_cpus=cpus,
+                num_gpus=gpus,
+                node_ip_address=LOOPBACK,
+                temp_dir=str(self.temp_dir),
+                **({"labels": labels} if labels else {}),
+            )
         self._record(node)
         return node
+
+    @contextlib.contextmanager
+    def _environment(self):
+        """This process's environment plus ``environment`` while a node starts (its processes inherit it)."""
+        saved = {key: os.environ.get(key) for key in self.environment}
+        os.environ.update(self.environment)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     def wait_for_nodes(self) -> None:
         self.cluster.wait_for_nodes()

@@ -9,7 +9,7 @@ import time
 import pytest
 from tornado.httpclient import HTTPClientError
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
 
 @pytest.fixture

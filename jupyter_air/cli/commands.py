@@ -195,9 +195,10 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
 
     job = _job(store, args.job_run_id)
     if args.node is not None and args.node >= job.num_nodes:
-        raise CliError(
-            f"--node {args.node} is out of range: the run has {job.num_nodes} node(s) (0 to {job.num_nodes - 1})", 2
-        )
+        if job.num_nodes == 1:
+            raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", 2)
+        count = job.num_nodes
+        raise CliError(f"--node {args.node} is out of range: the run has {count} node(s) (0 to {count - 1})", 2)
     if args.retry is not None and args.retry > job.max_retries:
         raise CliError(
             f"--retry {args.retry} is out of range: {job.job_run_id} has attempts 0 to {job.max_retries}"

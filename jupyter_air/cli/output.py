@@ -41,7 +41,6 @@ def job_summary(job: Job) -> dict[str, Any]:
         "max_retries": job.max_retries,
         "mlflow_run_id": latest.mlflow_run_id if latest else None,
         "num_accelerators": job.num_accelerators,
-        "num_nodes": job.num_nodes,
         "gpus": job.gpus,
         "exit_code": job.exit_code,
         "error": job.error,
@@ -49,9 +48,10 @@ def job_summary(job: Job) -> dict[str, Any]:
 
 
 def job_detail(job: Job) -> dict[str, Any]:
-    """The JSON object of `air get`: the summary plus the workload and every attempt."""
+    """The JSON object of `air get`: the summary plus the node count, the workload and every attempt."""
     return {
         **job_summary(job),
+        "num_nodes": job.num_nodes,
         "source": job.source,
         "workload": job.workload,
         "attempts": [a.to_json() for a in job.attempts],

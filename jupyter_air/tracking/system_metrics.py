@@ -81,6 +81,7 @@ class SystemMetrics:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
         self.run_id = run_id
         self.interval_seconds = interval_seconds
+        self.node_id = node_id
         self.prefix = f"system/{node_id}/" if node_id else "system/"
         self.tracking_uri = tracking_uri
         self._gpu_source = gpu_source
@@ -115,8 +116,10 @@ class SystemMetrics:
             self._gpu_source = _open_gpu_source()
         if self._gpu_source is not None:
             self._monitors.append(GpuMetrics(self._gpu_source))
-            # Label where GPU figures came from: simulated ones must never pass for real hardware.
-            self._client.set_tag(self.run_id, "air.gpu_source", self._gpu_source.name)
+            # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
+            # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
+            tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
+            self._client.set_tag(self.run_id, tag, self._gpu_source.name)
         self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
         for monitor in self._monitors:
             monitor.clear_metrics()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -29,6 +30,8 @@ from jupyter_air.training.options import RunOptions
 FAILURE_GRACE_SECONDS = 5.0
 #: Seconds to wait for free nodes before the call fails (nothing has started then, no run exists).
 PLACEMENT_WAIT_SECONDS = 60.0
+#: Seconds the actors of a finished call are kept, holding their nodes' GPUs, for a next call of the same shape.
+KEEP_SECONDS = 300.0
 #: Seconds a node may leave a request unanswered before it counts as lost.
 _ANSWER_SECONDS = 30.0
 #: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
@@ -47,14 +50,21 @@ _SIGNALLED = {-15, -9}
 
 
 class _Kept:
-    """The actors of the last finished call, kept for the next call of the same shape on the same connection."""
+    """The actors of the last finished call, kept for ``KEEP_SECONDS`` for the next call of the same shape on the
+    same connection."""
 
     key: tuple | None = None
     group: NodeGroup | None = None
+    timer: threading.Timer | None = None
+    lock = threading.Lock()
 
     @classmethod
     def take(cls, key: tuple) -> NodeGroup | None:
-        group, cls.group = cls.group, None
+        """The kept group if it has this shape; any other kept group is closed."""
+        with cls.lock:
+            group, cls.group = cls.group, None
+            if cls.timer is not None:
+                cls.timer.cancel()
         if group is not None and (cls.key != key or group.closed):
             group.close()
             group = None
@@ -62,16 +72,26 @@ class _Kept:
 
     @classmethod
     def keep(cls, key: tuple, group: NodeGroup) -> None:
-        if cls.group is not None and cls.group is not group:
-            cls.group.close()
-        cls.key, cls.group = key, group
+        cls.take(key)
+        with cls.lock:
+            cls.key, cls.group = key, group
+            cls.timer = threading.Timer(KEEP_SECONDS, cls._expire, args=(group,))
+            cls.timer.daemon = True
+            cls.timer.start()
+
+    @classmethod
+    def _expire(cls, group: NodeGroup) -> None:
+        with cls.lock:
+            if cls.group is not group:
+                return
+            cls.group = None
+        group.close()
 
 
 def release_nodes() -> None:
-    """Free the nodes kept for the next multi-node call (they are freed anyway when the kernel stops)."""
-    group = _Kept.take(())
-    if group is not None:
-        group.close()
+    """Free the nodes kept for the next multi-node call now (else after ``KEEP_SECONDS`` or when the kernel
+    stops)."""
+    _Kept.take(())
 
 
 def _shape(ray, gpus: int | None, nodes: int) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -20,7 +21,7 @@ from jupyter_air import distributed
 from jupyter_air.cluster.errors import TrackingUnreachable
 from jupyter_air.training.errors import NodeLost
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
 #: Seconds `mlflow server` may take to answer /health (about 20 s on a quiet machine).
 _SERVER_START_SECONDS = 180
@@ -74,25 +75,21 @@ def wait_for_health(uri: str, server: subprocess.Popen) -> None:
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def two_hosts(mlflow_server, tmp_path_factory):
-    """A cluster whose two GPU nodes are labelled as two machines, and the MLflow server, both ready."""
-    from ray_cluster import LocalCluster
+#: GPUs of each labelled node: more than the session cluster's own nodes have, so 3-GPU calls land only here.
+HOST_GPUS = 3
 
-    saved = os.environ.get("AIR_HOME")
-    os.environ["AIR_HOME"] = str(tmp_path_factory.mktemp("hosts-home"))
-    try:
-        cluster = LocalCluster(client_port=free_port())
-        nodes = [cluster.add_node(host="host-a"), cluster.add_node(host="host-b")]
-        cluster.wait_for_nodes()
-    finally:
-        if saved is None:
-            os.environ.pop("AIR_HOME", None)
-        else:
-            os.environ["AIR_HOME"] = saved
+
+@pytest.fixture(scope="module")
+def two_hosts(ray_cluster, mlflow_server):
+    """Two nodes added to the session's cluster, labelled as two machines (host-a, host-b), with 3 fake GPUs
+    each; and the MLflow server, ready. The nodes are removed after the module (one is lost by then)."""
+    nodes = [ray_cluster.add_node(gpus=HOST_GPUS, cpus=HOST_GPUS, host=host) for host in ("host-a", "host-b")]
+    ray_cluster.wait_for_nodes()
     wait_for_health(*mlflow_server)
-    yield cluster, nodes
-    cluster.shutdown()
+    yield ray_cluster, nodes
+    for node in nodes:
+        with contextlib.suppress(Exception):  # the lost node's raylet is already gone
+            ray_cluster.remove_node(node)
 
 
 @pytest.fixture
@@ -103,64 +100,18 @@ def on_two_hosts(two_hosts, monkeypatch):
     return two_hosts
 
 
-def log_from_rank_0():
-    import os
-
-    import mlflow
-
-    if os.environ["RANK"] == "0":
-        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]):
-            mlflow.log_metric("loss", 0.25)
-    print("logged", flush=True)
-    return os.environ["RANK"]
-
-
-def test_a_local_tracking_store_is_refused_across_hosts(on_two_hosts, store, monkeypatch):
-    # Given the embedded SQLite store (a file on this machine) and nodes on two hosts
-    train = distributed(log_from_rank_0, gpus=1, nodes=2, experiment="hosts-sqlite")
-
-    # When the call is made, Then it is refused before anything runs, saying what to set
-    with pytest.raises(TrackingUnreachable) as caught:
-        train.distributed()
-    message = str(caught.value)
-    assert "host-a" in message and "host-b" in message and "MLFLOW_TRACKING_URI=http://" in message
-    assert "mlflow server" in message
-    # and no run was written anywhere
-    assert store.get_experiment_by_name("hosts-sqlite") is None
-
-
-def test_a_shared_mlflow_server_tracks_a_call_across_hosts(on_two_hosts, store, mlflow_server, monkeypatch):
-    from mlflow.tracking import MlflowClient
-
-    # Given a shared MLflow tracking server over HTTP
-    uri, _ = mlflow_server
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    train = distributed(log_from_rank_0, gpus=1, nodes=2, experiment="hosts-http", log_system_metrics=False)
-
-    # When the call runs on both hosts
-    with redirect_stdout(io.StringIO()):
-        assert train.distributed() == ["0", "1"]
-
-    # Then its one run is in the server: FINISHED, the metric rank 0 logged, both nodes' logs as artifacts
-    client = MlflowClient(uri)
-    experiment = client.get_experiment_by_name("hosts-http")
-    (run,) = client.search_runs([experiment.experiment_id])
-    assert run.info.status == "FINISHED"
-    assert run.data.metrics["loss"] == 0.25
-    folders = {item.path for item in client.list_artifacts(run.info.run_id, "logs")}
-    assert folders == {"logs/node_0", "logs/node_1"}
-
-
 CLIENT_CALL = """
 import os, sys
 from jupyter_air import distributed
+from jupyter_air.training import release_nodes
 
 def rank():
     return os.environ["RANK"]
 
 if __name__ == "__main__":
-    call = distributed(rank, nodes=2, gpus=1, ray_address=sys.argv[1], experiment="hosts-client")
+    call = distributed(rank, nodes=2, gpus=3, ray_address=sys.argv[1], experiment="hosts-client")
     print("RESULTS", call.distributed(), call.distributed())
+    release_nodes()  # else the kept actors live on for Ray Client's reconnect grace period
 """
 
 
@@ -186,10 +137,59 @@ def test_ray_client_mode_runs_calls_from_a_machine_outside_the_cluster(two_hosts
     # Then both run, results by rank, each its own run in the server
     server_logs = "".join(p.read_text()[-2000:] for p in two_hosts[0].temp_dir.rglob("ray_client_server_*.err"))
     assert result.returncode == 0, result.stderr[-3000:] + server_logs
-    assert "RESULTS ['0', '1'] ['0', '1']" in result.stdout
+    ranks = [str(rank) for rank in range(2 * HOST_GPUS)]
+    assert f"RESULTS {ranks} {ranks}" in result.stdout
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("hosts-client").experiment_id])
     assert [r.info.status for r in runs] == ["FINISHED", "FINISHED"]
+
+
+def log_from_rank_0():
+    import os
+
+    import mlflow
+
+    if os.environ["RANK"] == "0":
+        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]):
+            mlflow.log_metric("loss", 0.25)
+    print("logged", flush=True)
+    return os.environ["RANK"]
+
+
+def test_a_local_tracking_store_is_refused_across_hosts(on_two_hosts, store, monkeypatch):
+    # Given the embedded SQLite store (a file on this machine) and nodes on two hosts
+    train = distributed(log_from_rank_0, gpus=HOST_GPUS, nodes=2, experiment="hosts-sqlite")
+
+    # When the call is made, Then it is refused before anything runs, saying what to set
+    with pytest.raises(TrackingUnreachable) as caught:
+        train.distributed()
+    message = str(caught.value)
+    assert "host-a" in message and "host-b" in message and "MLFLOW_TRACKING_URI=http://" in message
+    assert "mlflow server" in message
+    # and no run was written anywhere
+    assert store.get_experiment_by_name("hosts-sqlite") is None
+
+
+def test_a_shared_mlflow_server_tracks_a_call_across_hosts(on_two_hosts, store, mlflow_server, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    # Given a shared MLflow tracking server over HTTP
+    uri, _ = mlflow_server
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    train = distributed(log_from_rank_0, gpus=HOST_GPUS, nodes=2, experiment="hosts-http", log_system_metrics=False)
+
+    # When the call runs on both hosts
+    with redirect_stdout(io.StringIO()):
+        assert train.distributed() == [str(rank) for rank in range(2 * HOST_GPUS)]
+
+    # Then its one run is in the server: FINISHED, the metric rank 0 logged, both nodes' logs as artifacts
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("hosts-http")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["loss"] == 0.25
+    folders = {item.path for item in client.list_artifacts(run.info.run_id, "logs")}
+    assert folders == {"logs/node_0", "logs/node_1"}
 
 
 def all_reduce_forever():
@@ -212,14 +212,16 @@ def test_a_node_lost_mid_call_fails_naming_it_and_leaves_nothing(on_two_hosts, s
     # Given a call looping in all-reduce on both nodes (tracked by the shared server)
     uri, _ = mlflow_server
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    train = distributed(all_reduce_forever, gpus=1, nodes=2, experiment="hosts-node-lost", log_system_metrics=False)
+    train = distributed(
+        all_reduce_forever, gpus=HOST_GPUS, nodes=2, experiment="hosts-node-lost", log_system_metrics=False
+    )
     out = io.StringIO()
     killed = {}
 
     def kill_node_1_raylet():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            found = re.search(r"\[node 1 rank 1\] raylet (\d+)", out.getvalue())
+            found = re.search(r"\[node 1 rank \d+\] raylet (\d+)", out.getvalue())
             if found:
                 time.sleep(1)  # a few all-reduce rounds
                 killed["at"] = time.monotonic()

@@ -16,7 +16,7 @@ from ray_cluster import actor_processes, agent_processes
 from jupyter_air import DistributedError, distributed
 from jupyter_air.training.errors import DistributedTimeout
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
 
 def all_reduce_with_node_facts():
@@ -134,9 +134,30 @@ def hang():
     time.sleep(600)
 
 
+def test_the_magic_spreads_a_cell_over_nodes(cluster_env, store, runs_of):
+    # Given the magics in a shell and a notebook name the cell reads
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_air")
+    shell.user_ns["base"] = 100
+    try:
+        # When a cell runs with --nodes 2
+        with redirect_stdout(io.StringIO()):
+            shell.run_cell_magic(
+                "air_distributed",
+                "--nodes 2 --gpus 2 --experiment cluster-magic --no-system-metrics",
+                'import os\nwhere = base + int(os.environ["RANK"]) * 10 + int(os.environ["WORLD_SIZE"])',
+            )
+    finally:
+        shell.run_line_magic("unload_ext", "jupyter_air")
+    # Then rank 0's names came back (world size 4: two ranks on each node) and the run records 2 nodes
+    assert shell.user_ns["where"] == 104
+    (run,) = runs_of("cluster-magic")
+    assert run.data.tags["air.nodes"] == "2"
+
+
 def test_a_timeout_stops_every_node(cluster_env, runs_of):
     # Given a hung call on 2 nodes with a timeout (actors kept from an earlier call of this shape are reused)
-    train = distributed(hang, gpus=2, nodes=2, experiment="cluster-timeout", timeout=5)
+    train = distributed(hang, gpus=2, nodes=2, experiment="cluster-timeout", timeout=4)
 
     # When it runs past the timeout, Then it is stopped and the run FAILED
     with pytest.raises(DistributedTimeout), redirect_stdout(io.StringIO()):
@@ -150,12 +171,12 @@ def test_a_timeout_stops_every_node(cluster_env, runs_of):
 
 def test_an_interrupt_stops_every_node_and_marks_the_run_killed(cluster_env, runs_of):
     # Given a hung call on 2 nodes, and a kernel interrupt arriving once it runs
-    train = distributed(hang, gpus=1, nodes=2, experiment="cluster-interrupt")
+    train = distributed(hang, gpus=2, nodes=2, experiment="cluster-interrupt")
     out = io.StringIO()
 
     def interrupt_once_started():
         deadline = time.monotonic() + 120
-        while out.getvalue().count("started") < 2 and time.monotonic() < deadline:
+        while out.getvalue().count("started") < 4 and time.monotonic() < deadline:
             time.sleep(0.1)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -170,27 +191,6 @@ def test_an_interrupt_stops_every_node_and_marks_the_run_killed(cluster_env, run
     assert actor_processes("TrainingAgent") == []
 
 
-def test_the_magic_spreads_a_cell_over_nodes(cluster_env, store, runs_of):
-    # Given the magics in a shell and a notebook name the cell reads
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", "jupyter_air")
-    shell.user_ns["base"] = 100
-    try:
-        # When a cell runs with --nodes 2
-        with redirect_stdout(io.StringIO()):
-            shell.run_cell_magic(
-                "air_distributed",
-                "--nodes 2 --gpus 1 --experiment cluster-magic --no-system-metrics",
-                'import os\nwhere = base + int(os.environ["RANK"]) * 10 + int(os.environ["WORLD_SIZE"])',
-            )
-    finally:
-        shell.run_line_magic("unload_ext", "jupyter_air")
-    # Then rank 0's names came back (world size 2: one rank on each node) and the run records 2 nodes
-    assert shell.user_ns["where"] == 102
-    (run,) = runs_of("cluster-magic")
-    assert run.data.tags["air.nodes"] == "2"
-
-
 def test_a_bad_address_fails_in_seconds_naming_it_before_any_run(store, runs_of):
     # Given an address where nothing listens
     train = distributed(hang, nodes=2, ray_address="127.0.0.1:1", experiment="cluster-bad-address")
@@ -202,6 +202,24 @@ def test_a_bad_address_fails_in_seconds_naming_it_before_any_run(store, runs_of)
     assert time.monotonic() - started < 30
     # and no run was created
     assert store.get_experiment_by_name("cluster-bad-address") is None
+
+
+def test_an_address_that_is_not_ray_fails_in_seconds_naming_it(store):
+    # Given a TCP server that accepts connections and says nothing (not a Ray head)
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    address = f"127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        # When a call is made there, Then it fails within seconds saying the address is no Ray head
+        started = time.monotonic()
+        with pytest.raises(ConnectionError, match="answers TCP but not as a Ray head"):
+            distributed(hang, nodes=2, ray_address=address).distributed()
+        assert time.monotonic() - started < 30
+    finally:
+        silent.close()
 
 
 def test_several_nodes_without_a_cluster_say_what_to_set(store, monkeypatch):

@@ -3,6 +3,8 @@
  * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 // Galata's base configuration is a CommonJS `module.exports` without typings, so it cannot be imported.
@@ -22,13 +24,12 @@ const SERVERS = [
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
   },
   {
-    // Notebooks that train with @distributed; MLflow's embedded store lives in ui-tests/.air-home
-    // (emptied by `make test-ui`).
+    // Notebooks that train with @distributed; MLflow's embedded store lives in a new temp folder.
     name: 'training',
     port: PORT_BASE + 3,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
-      AIR_HOME: path.join(__dirname, '.air-home')
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
     }
   }
 ];

@@ -8,7 +8,7 @@ import os
 import time
 
 from jupyter_air.training import runs
-from jupyter_air.training.errors import DistributedTimeout
+from jupyter_air.training.errors import CallInterrupted, DistributedTimeout
 from jupyter_air.training.launch import Call, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
@@ -83,6 +83,9 @@ def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: 
         if run is not None:
             _keep_logs(tail, run, logs)
             run.finish_for(exc)
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
+            where = "and the run marked KILLED" if run is not None else "before its run was created"
+            raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None
         raise
     _keep_logs(tail, run, logs)
     run.finish_for(None)

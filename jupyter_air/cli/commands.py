@@ -56,9 +56,16 @@ def run(args: argparse.Namespace) -> int:
     if compute.num_accelerators or compute.accelerator_type:
         from jupyter_air.workloads.gpus import check_compute, node_gpus
 
-        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node_gpus())
+        node = node_gpus()
+        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
         if problem:
             raise CliError(f"invalid workload {args.file}:\n  {problem}", code=2)
+        if node.source == "simulated":
+            print(
+                "note: GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): "
+                "not real hardware",
+                file=sys.stderr,
+            )
     if args.dry_run:
         if args.output == "json":
             output.print_json({"dry_run": True, "workload": spec})
@@ -131,6 +138,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("Error", job.error or "-"),
             ("Command", spec["command"]),
             ("Working directory", spec["code_source"]["root_path"]),
+            ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),
         ]
     )

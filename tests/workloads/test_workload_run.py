@@ -51,6 +51,7 @@ def finished(module_air, tmp_path_factory):
         experiment_name="air-tests-retry",
         command='echo "attempt $AIR_ATTEMPT"; test "$AIR_ATTEMPT" = 1',
         max_retries=1,
+        retry_delay_seconds=1,
     )
     failing = write_workload(folder, "failing.yaml", command="echo about to fail; exit 3")
     quick = module_air("run", "-f", str(write_workload(folder, "quick.yaml", command="true")), check=True)
@@ -137,6 +138,9 @@ def test_fail_then_succeed_is_one_job_with_two_mlflow_runs(finished, mlflow_clie
     assert by_attempt["0"].info.status == "FAILED" and by_attempt["0"].info.run_id == first["mlflow_run_id"]
     assert by_attempt["1"].info.status == "FINISHED" and by_attempt["1"].info.run_id == second["mlflow_run_id"]
     assert by_attempt["0"].info.run_name == "air-tests-retry"
+    assert by_attempt["1"].info.run_name == "air-tests-retry (retry 1)"
+    # And the retry waited retry_delay_seconds after the failed attempt
+    assert second["started_ms"] - first["ended_ms"] >= 1000
 
 
 def test_logs_of_each_attempt(finished, module_air):

@@ -117,8 +117,22 @@ def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def _fresh_links(job: Job) -> str | None:
+    """Give each attempt the link that opens its run now (the server may have moved since it started);
+    returns where the links come from."""
+    from jupyter_air.tracking.links import links
+
+    origin = None
+    for attempt in job.attempts:
+        if attempt.mlflow_run_id and job.experiment_id:
+            found = links(job.experiment_id, attempt.mlflow_run_id, for_page=False, uri=job.tracking_uri)
+            attempt.mlflow_run_url, origin = found.run, found.origin or origin
+    return origin
+
+
 def get(store: JobStore, args: argparse.Namespace) -> int:
     job = _job(store, args.job_run_id)
+    origin = _fresh_links(job)
     if args.output == "json":
         output.print_json(output.job_detail(job))
         return 0
@@ -140,6 +154,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("Working directory", spec["code_source"]["root_path"]),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),
+            ("MLflow links", f"from {origin}" if origin else "none: no MLflow UI serving this store is known"),
         ]
     )
     if job.attempts:

@@ -259,3 +259,28 @@ def test_a_terminal_gets_a_coloured_table(finished, module_air):
     # Then the status is coloured (green for SUCCEEDED) in a table with the same columns
     assert "\x1b[" in shown and "SUCCEEDED" in shown
     assert "EXPERIMENT" in shown and finished["retry"]["job_run_id"] in shown
+
+
+def test_links_use_the_public_url_and_say_where_it_came_from(finished, module_air):
+    # Given a public address for this machine's Jupyter server (c.JupyterAir.public_url exports it)
+    job_id = finished["retry"]["job_run_id"]
+    env = {**module_air.env, "AIR_PUBLIC_URL": "https://gpu-box.example.org/lab/"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "jupyter_air.cli", "get", job_id], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    detail = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "jupyter_air.cli", "get", job_id, "-o", "json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+
+    # Then every attempt's link opens its run through that address, and the output says where it came from
+    for attempt in detail["attempts"]:
+        assert attempt["mlflow_run_url"] == (
+            f"https://gpu-box.example.org/lab/jupyter-air/runs/{attempt['mlflow_run_id']}/open"
+        )
+    assert "MLflow links:" in shown and "from AIR_PUBLIC_URL" in shown

@@ -110,8 +110,11 @@ class AirMagics(Magics):
 
 
 def load_ipython_extension(ip) -> None:
-    """Register the magics (``%load_ext jupyter_air``)."""
+    """Register the magics (``%load_ext jupyter_air``) and prepare MLflow in the background."""
+    from jupyter_air.warmup import warm_up
+
     ip.register_magics(AirMagics)
+    warm_up("tracking")
 
 
 def unload_ipython_extension(ip) -> None:

@@ -67,7 +67,12 @@ def fake_nvml(monkeypatch, fake_gpus, nvml_init_error, gpu_source_env) -> FakeNv
 @pytest.fixture
 def air_config() -> dict:
     """``c.JupyterAir`` settings for the test server; fast enough for tests."""
-    return {"sample_interval_seconds": 0.05, "idle_timeout_seconds": 60, "gpu_source": "nvml"}
+    return {
+        "sample_interval_seconds": 0.05,
+        "idle_timeout_seconds": 60,
+        "gpu_source": "nvml",
+        "mlflow_ui_autostart": False,
+    }
 
 
 @pytest.fixture

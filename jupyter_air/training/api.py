@@ -122,6 +122,9 @@ def distributed(function=None, **options):
     and GPU into the run; ``timeout`` seconds after which a hung call is stopped.
     """
     run_options = RunOptions.of(options)
+    from jupyter_air.warmup import warm_up
+
+    warm_up("tracking", "launcher")  # in the background: the first call then starts at once
     if function is None:
         return lambda fn: DistributedFunction(fn, run_options)
     return DistributedFunction(function, run_options)

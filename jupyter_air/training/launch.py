@@ -100,6 +100,22 @@ def _ranks_skip_the_main_module() -> None:
     spawn.get_preparation_data = get_preparation_data
 
 
+def _prepare_fork_server() -> None:
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+
+
+def start_fork_server() -> None:
+    """Import the launcher and start the fork server now (with torch preloaded), rather than at the first call."""
+    from multiprocessing import forkserver
+
+    import torch.distributed.launcher.api  # noqa: F401 - the launcher the call needs
+
+    _prepare_fork_server()
+    forkserver.ensure_running()
+
+
 def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = START_METHOD):
     """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, stores on loopback."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
@@ -108,9 +124,7 @@ def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = ST
     from jupyter_air.training import rendezvous
 
     if start_method == "forkserver":
-        import multiprocessing
-
-        multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+        _prepare_fork_server()
     _ranks_skip_the_main_module()
     return LaunchConfig(
         min_nodes=1,

@@ -41,8 +41,10 @@ install: $(VENV)/.air-installed frontend
 run: install
 	jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
 
+# The examples folder, opened on its quickstart notebook, with the clearly labelled simulated GPUs.
 demo: install
-	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) --ServerApp.root_dir=examples \
+		--LabApp.default_url=/lab/tree/quickstart.ipynb $(LAB_ARGS)
 
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)

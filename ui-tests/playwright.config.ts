@@ -15,6 +15,10 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // can run their browser tests side by side.
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
 
+/** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
+export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
+export const LINKS_TOKEN = 'links-test-token';
+
 const SERVERS = [
   { name: 'simulated', port: PORT_BASE, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
   { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
@@ -30,6 +34,16 @@ const SERVERS = [
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
       AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+    }
+  },
+  {
+    // Jupyter's login on: a run link opened by a logged-out browser.
+    name: 'links',
+    port: PORT_BASE + 4,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'none',
+      JUPYTER_AIR_UI_TOKEN: LINKS_TOKEN,
+      AIR_HOME: LINKS_AIR_HOME
     }
   }
 ];

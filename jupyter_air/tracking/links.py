@@ -42,10 +42,16 @@ def open_path(kind: str, ident: str) -> str:
     return f"{NAMESPACE}/{kind}/{quote(str(ident), safe='')}/open"
 
 
+#: MLflow 3's UI opens in its GenAI view unless told otherwise; runs of jupyter_air are model training.
+_MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
+
+
 def ui_fragment(experiment_id: str, run_id: str | None = None) -> str:
-    """The MLflow UI's client-side route of an experiment or of one of its runs."""
+    """The MLflow UI's client-side route of an experiment or of one of its runs, in its model-training view."""
     fragment = f"#/experiments/{quote(str(experiment_id), safe='')}"
-    return f"{fragment}/runs/{quote(str(run_id), safe='')}" if run_id else fragment
+    if run_id:
+        fragment += f"/runs/{quote(str(run_id), safe='')}"
+    return fragment + _MODEL_TRAINING_VIEW
 
 
 def links(experiment_id: str, run_id: str, for_page: bool | None = None, uri: str | None = None) -> Links:

@@ -213,11 +213,17 @@ async def test_run_links_survive_the_login_and_open_the_run_page(jp_fetch, http_
     # When it is opened logged in, Then it redirects to the run's page in the proxied MLflow UI
     opened = await jp_fetch("jupyter-air", "runs", run_id, "open", follow_redirects=False, raise_error=False)
     assert opened.code == 302
-    assert opened.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}/runs/{run_id}"
+    assert (
+        opened.headers["Location"]
+        == f"{jp_base_url}mlflow/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
+    )
     experiment = await jp_fetch(
         "jupyter-air", "experiments", experiment_id, "open", follow_redirects=False, raise_error=False
     )
-    assert experiment.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}"
+    assert (
+        experiment.headers["Location"]
+        == f"{jp_base_url}mlflow/#/experiments/{experiment_id}?workflowType=machine_learning"
+    )
     # And an unknown run says so
     unknown = await jp_fetch("jupyter-air", "runs", "0" * 32, "open", follow_redirects=False, raise_error=False)
     assert unknown.code == 404

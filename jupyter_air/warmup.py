@@ -1,8 +1,9 @@
-"""Work done ahead in a kernel, on a background thread, so the first tracked call does not wait for it.
+"""Work done ahead in a kernel, so the first tracked call does not wait for it.
 
-When the magics load, MLflow is imported and the tracking store made ready; when ``@distributed`` defines a
-call, torch's launcher is imported and the fork server that ranks start from is started too. The kernel is
-never blocked: a cell that needs the same modules meanwhile simply waits for the import under way.
+When the magics load, MLflow is imported and the tracking store made ready on a background thread; our own
+calls wait for that thread rather than import MLflow beside it. When ``@distributed`` defines a call, the fork
+server that ranks start from is started: a separate process that imports torch, so the kernel itself never
+imports torch off its main thread (torch's import is not safe to run in two threads at once).
 """
 
 from __future__ import annotations
@@ -12,17 +13,25 @@ import threading
 
 log = logging.getLogger(__name__)
 
-_started: set[str] = set()
+_threads: dict[str, threading.Thread] = {}
 _lock = threading.Lock()
 
 
 def warm_up(*parts: str) -> None:
     """Start the background preparation of ``parts`` (``"tracking"``, ``"launcher"``), each once per process."""
     with _lock:
-        todo = [part for part in parts if part not in _started]
-        _started.update(todo)
-    for part in todo:  # side by side: MLflow's import and torch's are independent
-        threading.Thread(target=_prepare, args=(part,), name=f"air-warm-up-{part}", daemon=True).start()
+        for part in parts:
+            if part not in _threads:
+                thread = threading.Thread(target=_prepare, args=(part,), name=f"air-warm-up-{part}", daemon=True)
+                _threads[part] = thread
+                thread.start()
+
+
+def wait(part: str) -> None:
+    """Wait for the preparation of ``part`` if one was started (so nothing imports the same modules beside it)."""
+    thread = _threads.get(part)
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
 
 
 def _prepare(part: str) -> None:

@@ -49,6 +49,9 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
+    from jupyter_air import warmup
+
+    warmup.wait("tracking")  # never import MLflow beside the warm-up thread
     world_size, gpu_count = world_size_for(options.gpus)
     tags = {
         "air.source": source,

@@ -107,10 +107,9 @@ def _prepare_fork_server() -> None:
 
 
 def start_fork_server() -> None:
-    """Import the launcher and start the fork server now (with torch preloaded), rather than at the first call."""
+    """Start the fork server now, rather than at the first call: a new interpreter that preloads torch (this
+    process imports nothing of torch here)."""
     from multiprocessing import forkserver
-
-    import torch.distributed.launcher.api  # noqa: F401 - the launcher the call needs
 
     _prepare_fork_server()
     forkserver.ensure_running()

@@ -11,6 +11,7 @@ import time
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from notebook_helpers import outputs_text
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert(1)</script>"
@@ -34,18 +35,6 @@ CELLS = [
     "%%air_run --experiment nb-tracked --run-name broken --no-system-metrics\nraise RuntimeError('cell failed')",
     "%air_gpu",
 ]
-
-
-def outputs_text(cell) -> str:
-    parts = []
-    for out in cell.outputs:
-        if out.output_type == "stream":
-            parts.append(out.text)
-        elif out.output_type in ("display_data", "execute_result"):
-            parts.append(out.data.get("text/html", "") or out.data.get("text/plain", ""))
-        elif out.output_type == "error":
-            parts.append(f"{out.ename}: {out.evalue}")
-    return "\n".join(parts)
 
 
 @pytest.fixture

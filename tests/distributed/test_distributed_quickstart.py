@@ -10,20 +10,9 @@ import sys
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from notebook_helpers import outputs_text
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def text_of(cell) -> str:
-    parts = []
-    for out in cell.outputs:
-        if out.output_type == "stream":
-            parts.append(out.text)
-        elif out.output_type in ("display_data", "execute_result"):
-            parts.append(out.data.get("text/html", "") or out.data.get("text/plain", ""))
-        elif out.output_type == "error":
-            parts.append(f"{out.ename}: {out.evalue}")
-    return "\n".join(parts)
 
 
 @pytest.mark.usefixtures("no_orphans")
@@ -42,7 +31,7 @@ def test_the_quickstart_notebook_runs_as_shipped(store, runs_of, tmp_path, monke
 
     # Then no cell failed, and each step showed what the notebook says it shows
     code = [c for c in nb.cells if c.cell_type == "code"]
-    outputs = [text_of(c) for c in code]
+    outputs = [outputs_text(c) for c in code]
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     assert "source: simulated, NOT real hardware" in outputs[1]
     assert "tracked-cell" in outputs[2] and "finished" in outputs[2]

@@ -121,14 +121,13 @@ class RunCard:
         self._thread.start()
 
     def add_lines(self, lines: list[tuple[int, str]]) -> None:
-        """New ``(rank, line)`` output: kept (bounded) in the card, or printed in text mode."""
+        """New ``(rank, line)`` output: kept (bounded) in the card, and printed as it comes in text mode."""
         if not lines:
-            return
-        if self.mode == "text":
-            self._print("\n".join(f"[rank {rank}] {line}" for rank, line in lines))
             return
         with self._lock:
             self.state.add_lines(lines)
+        if self.mode == "text":
+            self._print("\n".join(f"[rank {rank}] {line}" for rank, line in lines))
 
     def finish(self, status: str, exc: BaseException | None) -> None:
         """Show the final state: the last metrics, the status and, for a failure, where and why."""
@@ -144,6 +143,8 @@ class RunCard:
             self._print(render_text(data))
             return
         self._handle.update(self._static(data), raw=True)
+        # Headless runs (nbclient) save the last state of every widget, closed or not: leave an empty one.
+        self._widget.card = {}
         self._widget.close()
 
     @staticmethod

@@ -124,11 +124,14 @@ def render_html(data: dict, now_ms: int | None = None) -> str:
     elif data["reason"]:
         parts.append(f'<div class="jp-Air-runCard-reason">{html.escape(data["reason"])}</div>')
     if data["metrics"]:
-        parts.append('<table class="jp-Air-runCard-metrics"><tr><th>metric</th><th>value</th><th>step</th></tr>')
+        parts.append(
+            '<table class="jp-Air-runCard-table jp-Air-runCard-metrics">'
+            "<tr><th>metric</th><th>value</th><th>step</th></tr>"
+        )
         parts.extend(_metric_row(m) for m in data["metrics"])
         parts.append("</table>")
     if data["rows"]:
-        parts.append('<table class="jp-Air-runCard-ranks">')
+        parts.append('<table class="jp-Air-runCard-table jp-Air-runCard-ranks">')
         parts.extend(
             f"<tr><td>{html.escape(r['label'])}</td><td>{html.escape(_state_text(r))}</td>"
             f"<td><code>{html.escape(r['line'])}</code></td></tr>"

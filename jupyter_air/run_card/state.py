@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 
 RUNNING, FINISHED, FAILED, KILLED = "RUNNING", "FINISHED", "FAILED", "KILLED"
+#: A rank's state once the call ended otherwise than FINISHED, when it is not the rank that failed.
+STOPPED = "STOPPED"
 #: Lines of each rank kept in the cell (the run's ``logs/`` artifacts keep every line).
 MAX_LINES_PER_RANK = 200
 #: Longest line kept, in characters (a progress bar redrawn with ``\r`` can make one huge line).
@@ -111,7 +113,7 @@ class CardState:
         if self.failure is not None and self.failure.rank == rank:
             exit_text = "" if self.failure.exitcode is None else f"exit code {self.failure.exitcode}"
             return FAILED, exit_text
-        return KILLED, "stopped"
+        return STOPPED, ""
 
     def seconds(self) -> float:
         end = self.ended_ms if self.ended_ms is not None else int(self._clock() * 1000)
@@ -127,7 +129,7 @@ class CardState:
         return [self._row(f"node {n} (ranks {g[0]}-{g[-1]})", g) for n, g in enumerate(groups) if g]
 
     def _row(self, label: str, ranks: list[int]) -> dict:
-        order = (FAILED, RUNNING, KILLED, FINISHED)  # a group shows its most telling state
+        order = (FAILED, RUNNING, STOPPED, FINISHED)  # a group shows its most telling state
         state, detail = min((self._rank_states[r] for r in ranks), key=lambda s: order.index(s[0]))
         line = max((self._last[r] for r in ranks), key=lambda last: last[1])[0]
         return {"label": label, "state": state.lower(), "detail": detail, "line": line}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ipywidgets import DOMWidget
+from ipywidgets import Widget
 from traitlets import Dict, Unicode
 
 from jupyter_air import __version__
@@ -16,8 +16,11 @@ MODULE_VERSION = f"^{_RELEASE.group(0) if _RELEASE else '0.0.0'}"
 WIDGET_VIEW_MIMETYPE = "application/vnd.jupyter.widget-view+json"
 
 
-class RunCardWidget(DOMWidget):
-    """A run card in a cell: the whole state in one synced trait, sent at most a few times a second."""
+class RunCardWidget(Widget):
+    """A run card in a cell: the whole state in one synced trait, sent at most a few times a second.
+
+    A plain ``Widget``, not a ``DOMWidget``: no layout model comes with it (one model per card, not two).
+    """
 
     _model_name = Unicode("RunCardModel").tag(sync=True)
     _model_module = Unicode(MODULE).tag(sync=True)

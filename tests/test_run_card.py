@@ -62,7 +62,7 @@ def test_a_running_card_finishes_and_its_snapshot_says_so():
     # Then every rank is finished, and the static HTML and text show the status, duration and placement
     data = card_json(state)
     assert data["status"] == "FINISHED" and data["ended_ms"] - data["started_ms"] == 12_500
-    assert [(r["label"], r["state"], r["line"]) for r in data["rows"]] == [
+    assert [(r["name"], r["state"], r["line"]) for r in data["rows"]] == [
         ("rank 0", "finished", "epoch 1"),
         ("rank 1", "finished", "epoch 1 done"),
     ]
@@ -90,7 +90,8 @@ def test_a_failed_call_names_the_node_rank_exit_code_and_root_cause():
     # Then the card is red with where and why; rank 1 failed and rank 0 was stopped
     data = card_json(state)
     assert data["failure"] == {"message": "ValueError: boom", "rank": 1, "node": 0, "exitcode": 1}
-    assert [(r["state"], r["detail"]) for r in data["rows"]] == [("stopped", ""), ("failed", "exit code 1")]
+    assert [(r["state"], r["exitcode"]) for r in data["rows"]] == [("stopped", None), ("failed", 1)]
+    assert "<td>failed (exit code 1)</td>" in render_html(data)
     html = render_html(data)
     assert 'class="jp-Air-runCard jp-Air-runCard-failed"' in html and "#cf222e" in html
     assert "Failed on node 0, rank 1, exit code 1: ValueError: boom" in html
@@ -164,7 +165,7 @@ def test_many_ranks_show_one_row_per_node():
     state.finish(FAILED, failure=ending_for(DistributedError("x", rank=20, exitcode=2), nodes=2)[1])
 
     # Then there is one row per node with its last line, and the failed node says so
-    assert [(r["label"], r["state"], r["line"]) for r in state.rows()] == [
+    assert [(r["name"], r["state"], r["line"]) for r in state.rows()] == [
         ("node 0 (ranks 0-15)", "stopped", "node zero's line"),
         ("node 1 (ranks 16-31)", "failed", "node one's line"),
     ]

@@ -133,7 +133,7 @@ def render_html(data: dict, now_ms: int | None = None) -> str:
     if data["rows"]:
         parts.append('<table class="jp-Air-runCard-table jp-Air-runCard-ranks">')
         parts.extend(
-            f"<tr><td>{html.escape(r['label'])}</td><td>{html.escape(_state_text(r))}</td>"
+            f"<tr><td>{html.escape(r['name'])}</td><td>{html.escape(_state_text(r))}</td>"
             f"<td><code>{html.escape(r['line'])}</code></td></tr>"
             for r in data["rows"]
         )
@@ -162,7 +162,7 @@ def _metric_row(metric: dict) -> str:
 
 
 def _state_text(row: dict) -> str:
-    return f"{row['state']} ({row['detail']})" if row["detail"] else row["state"]
+    return row["state"] if row["exitcode"] is None else f"{row['state']} (exit code {row['exitcode']})"
 
 
 def _output_title(data: dict) -> str:
@@ -185,5 +185,5 @@ def render_text(data: dict, now_ms: int | None = None) -> str:
     elif data["reason"]:
         lines.append(f"  {data['reason']}")
     lines.extend(f"  {m['key']} = {m['value_text']} (step {m['step']})" for m in data["metrics"])
-    lines.extend(f"  {r['label']}: {_state_text(r)}: {r['line']}" for r in data["rows"])
+    lines.extend(f"  {r['name']}: {_state_text(r)}: {r['line']}" for r in data["rows"])
     return "\n".join(lines)

@@ -71,7 +71,7 @@ class CardState:
         self._lines = [collections.deque(maxlen=max_lines_per_rank) for _ in range(ranks)]
         self._dropped = [0] * ranks
         self._last = [("", -1)] * ranks
-        self._rank_states = [(RUNNING, "")] * ranks
+        self._rank_states: list[tuple[str, int | None]] = [(RUNNING, None)] * ranks
         self._order = itertools.count()
 
     @property
@@ -107,13 +107,13 @@ class CardState:
             self._rank_states[rank] = self._end_state(rank)
         self.revision += 1
 
-    def _end_state(self, rank: int) -> tuple[str, str]:
+    def _end_state(self, rank: int) -> tuple[str, int | None]:
+        """A rank's state and exit code once the call ended."""
         if self.status == FINISHED:
-            return FINISHED, ""
+            return FINISHED, None
         if self.failure is not None and self.failure.rank == rank:
-            exit_text = "" if self.failure.exitcode is None else f"exit code {self.failure.exitcode}"
-            return FAILED, exit_text
-        return STOPPED, ""
+            return FAILED, self.failure.exitcode
+        return STOPPED, None
 
     def seconds(self) -> float:
         end = self.ended_ms if self.ended_ms is not None else int(self._clock() * 1000)
@@ -128,11 +128,11 @@ class CardState:
         groups = [list(range(n * per_node, min(ranks, (n + 1) * per_node))) for n in range(self.header.nodes)]
         return [self._row(f"node {n} (ranks {g[0]}-{g[-1]})", g) for n, g in enumerate(groups) if g]
 
-    def _row(self, label: str, ranks: list[int]) -> dict:
+    def _row(self, name: str, ranks: list[int]) -> dict:
         order = (FAILED, RUNNING, STOPPED, FINISHED)  # a group shows its most telling state
-        state, detail = min((self._rank_states[r] for r in ranks), key=lambda s: order.index(s[0]))
+        state, exitcode = min((self._rank_states[r] for r in ranks), key=lambda s: order.index(s[0]))
         line = max((self._last[r] for r in ranks), key=lambda last: last[1])[0]
-        return {"label": label, "state": state.lower(), "detail": detail, "line": line}
+        return {"name": name, "state": state.lower(), "exitcode": exitcode, "line": line}
 
     def output(self) -> str:
         """Every rank's kept lines, ``[rank N]``-prefixed, in the order they were written."""

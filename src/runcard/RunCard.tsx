@@ -48,7 +48,7 @@ export function RunCard(props: RunCard.IProps): JSX.Element {
         <div className="jp-Air-runCard-stopError">{props.stop.message}</div>
       ) : null}
       {data.metrics.length > 0 ? <Metrics metrics={data.metrics} trans={trans} /> : null}
-      {data.rows.length > 0 ? <Ranks rows={data.rows} /> : null}
+      {data.rows.length > 0 ? <Ranks rows={data.rows} trans={trans} /> : null}
       {data.output ? <Output data={data} trans={trans} /> : null}
     </div>
   );
@@ -174,16 +174,25 @@ function Metrics(props: { metrics: ICardMetric[]; trans: TranslationBundle }): J
   );
 }
 
-function Ranks(props: { rows: ICardRow[] }): JSX.Element {
+function rankState(row: ICardRow, trans: TranslationBundle): string {
+  const label = {
+    running: trans.__('running'),
+    finished: trans.__('finished'),
+    failed: trans.__('failed'),
+    stopped: trans.__('stopped')
+  }[row.state];
+  return row.exitcode === null ? label : trans.__('%1 (exit code %2)', label, row.exitcode);
+}
+
+function Ranks(props: { rows: ICardRow[]; trans: TranslationBundle }): JSX.Element {
+  const { trans } = props;
   return (
     <table className="jp-Air-runCard-table jp-Air-runCard-ranks">
       <tbody>
         {props.rows.map(row => (
-          <tr key={row.label}>
-            <td>{row.label}</td>
-            <td className={`jp-Air-runCard-rank-${row.state}`}>
-              {row.detail ? `${row.state} (${row.detail})` : row.state}
-            </td>
+          <tr key={row.name}>
+            <td>{row.name}</td>
+            <td className={`jp-Air-runCard-rank-${row.state}`}>{rankState(row, trans)}</td>
             <td>
               <code>{row.line}</code>
             </td>

@@ -4,12 +4,15 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { requestAPI } from '../request';
+// The module's version is part of its registration, which cannot wait.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { FRONTEND_VERSION } from '../version';
 import { RUN_CARD_PLUGIN_ID, WIDGET_MODULE } from './tokens';
 
 export const runCardPlugin: JupyterFrontEndPlugin<void> = {
   id: RUN_CARD_PLUGIN_ID,
-  description: 'The live run card of .distributed(), %%air_distributed and %%air_run in cell outputs.',
+  description:
+    'The live run card of .distributed(), %%air_distributed and %%air_run in cell outputs.',
   autoStart: true,
   requires: [IJupyterWidgetRegistry],
   optional: [ITranslator],

@@ -26,9 +26,11 @@ export interface ICardMetric {
 }
 
 export interface ICardRow {
-  label: string;
-  state: string;
-  detail: string;
+  /** `rank 3`, or `node 1 (ranks 8-15)` when there are many ranks. */
+  name: string;
+  state: 'running' | 'finished' | 'failed' | 'stopped';
+  exitcode: number | null;
+  /** The last line the rank (or node) wrote. */
   line: string;
 }
 
@@ -61,6 +63,4 @@ export interface ICardData {
 
 /** Where the Stop request is: not sent, on its way or accepted, or refused with a message. */
 export type StopState =
-  | { phase: 'idle' }
-  | { phase: 'stopping' }
-  | { phase: 'error'; message: string };
+  { phase: 'idle' } | { phase: 'stopping' } | { phase: 'error'; message: string };

@@ -20,7 +20,7 @@ def train():
     while True:  # only Stop ends this loop
         step += 1
         if rank == 0:
-            mlflow.log_metric("train_loss", 1.0 / step, step=step)
+            mlflow.log_metrics({"train_loss": 1.0 / step, "accuracy_ratio": 1 - 1.0 / (step + 1)}, step=step)
         print(f"step {step}", flush=True)
         time.sleep(0.5)
 
@@ -79,7 +79,7 @@ test('Stop on the live run card stops a busy distributed call: run KILLED, no wo
   // And the metric keeps updating while the cell is busy
   const first = await loss.textContent();
   await expect(loss).not.toHaveText(first!, { timeout: 30_000 });
-  await expect(card.locator('.jp-Air-runCard-spark path')).toHaveAttribute('d', /L/);
+  await expect(card.locator('[data-metric="train_loss"] .jp-Air-runCard-spark path')).toHaveAttribute('d', /L/);
   await expect(page.locator('.jp-Cell').first().locator('.jp-InputPrompt')).toContainText('*');
   expect(rankProcesses().length).toBeGreaterThanOrEqual(2);
   await page

@@ -142,6 +142,8 @@ class RunCard:
         if self.mode == "text":
             self._print(render_text(data))
             return
+        if self._handle is None:
+            return  # never shown: showing it failed, and that error is the one the cell reports
         self._handle.update(self._static(data), raw=True)
         # Headless runs (nbclient) save the last state of every widget, closed or not: leave an empty one.
         self._widget.card = {}

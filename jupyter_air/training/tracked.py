@@ -49,10 +49,8 @@ class TrackedRun:
         with self.run.guard():
             self.run.describe()
             self.live = LiveRun(self.run.run_id)
-            mode = card_mode()
             state = CardState(header_for(self.run, **self._placement))
-            reader = MetricReader(self.run.client, self.run.run_id) if mode == "widget" else None
-            self.card = RunCard(state, reader, mode, stoppable)
+            self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
             self.card.show()
             self.run.log_params(params)
             if log_system_metrics:
@@ -121,7 +119,7 @@ def _interrupted_on_stop(run: TrackedRun):
     finally:
         with sending:
             done.set()
-        watcher.join()
+        watcher.join(timeout=5 * _STOP_POLL_SECONDS)
 
 
 @contextlib.contextmanager

@@ -79,7 +79,9 @@ test('Stop on the live run card stops a busy distributed call: run KILLED, no wo
   // And the metric keeps updating while the cell is busy
   const first = await loss.textContent();
   await expect(loss).not.toHaveText(first!, { timeout: 30_000 });
-  await expect(card.locator('[data-metric="train_loss"] .jp-Air-runCard-spark path')).toHaveAttribute('d', /L/);
+  await expect(
+    card.locator('[data-metric="train_loss"] .jp-Air-runCard-spark path')
+  ).toHaveAttribute('d', /L/);
   await expect(page.locator('.jp-Cell').first().locator('.jp-InputPrompt')).toContainText('*');
   expect(rankProcesses().length).toBeGreaterThanOrEqual(2);
   await page

@@ -49,6 +49,15 @@ def test_air_gpu_says_when_there_is_no_gpu(shell, fake_nvml, capsys):
     assert capsys.readouterr().out.startswith("No GPU on this node:")
 
 
+@pytest.mark.parametrize("gpu_source_env", ["simulated"])
+def test_air_gpu_follows_the_servers_gpu_source_and_labels_simulated_gpus(shell, fake_nvml, capsys):
+    # Given a kernel of a server that chose the simulated source (it exports JUPYTER_AIR_GPU_SOURCE)
+    # When %air_gpu runs, Then it shows the panel's simulated GPUs, never as real hardware
+    shell.run_line_magic("air_gpu", "")
+    out = capsys.readouterr().out
+    assert "source: simulated, NOT real hardware" in out and out.count("Simulated GPU (not real hardware)") == 2
+
+
 def test_the_cell_ships_the_notebook_names_it_reads():
     # Given a notebook namespace with variables, IPython's history and a name shadowing a builtin
     from jupyter_air.training.cell import shipped_namespace

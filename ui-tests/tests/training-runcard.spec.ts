@@ -1,11 +1,8 @@
 /** The live run card: metrics update while 2 gloo ranks train, and Stop ends the busy cell's run KILLED. */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
-import * as path from 'path';
 
 import { openNotebook } from './helpers';
-
-const AIR_HOME = path.join(__dirname, '..', '.air-home');
 
 const TRAIN = `from jupyter_air import distributed
 
@@ -41,15 +38,17 @@ function procText(pid: string, file: string): string | null {
 }
 
 /**
- * The ranks of this server's distributed calls: processes forked by a kernel's multiprocessing fork
- * server (whose environment names this test AIR_HOME). Forked ranks show the fork server's environment.
+ * The ranks of the calls of `notebook`'s kernel: processes forked by a multiprocessing fork server
+ * started by that kernel. A forked rank shows the fork server's environment, the kernel's, which names
+ * the notebook (`JPY_SESSION_NAME`).
  */
-function rankProcesses(): number[] {
+function rankProcesses(notebook: string): number[] {
   const ranks: number[] = [];
   for (const pid of fs.readdirSync('/proc').filter(entry => /^\d+$/.test(entry))) {
-    const environ = procText(pid, 'environ');
+    const environ = procText(pid, 'environ')?.split('\0') ?? [];
     const stat = procText(pid, 'stat');
-    if (!environ?.split('\0').includes(`AIR_HOME=${AIR_HOME}`) || !stat) {
+    const session = environ.find(v => v.startsWith('JPY_SESSION_NAME='));
+    if (!session?.endsWith(notebook) || !stat) {
       continue;
     }
     const parent = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
@@ -66,7 +65,8 @@ test('Stop on the live run card stops a busy distributed call: run KILLED, no wo
 }) => {
   test.setTimeout(300_000);
   // Given a notebook whose cell trains on 2 gloo ranks forever, logging a metric on rank 0
-  await openNotebook(page, `${tmpPath}/card.ipynb`, [TRAIN, STATUS]);
+  const notebook = `${tmpPath}/card.ipynb`;
+  await openNotebook(page, notebook, [TRAIN, STATUS]);
   // When the cell runs
   await page.notebook.runCell(0, { wait: false });
   // Then the live card (the widget view, not a static snapshot) shows the metric and the ranks' lines
@@ -83,7 +83,7 @@ test('Stop on the live run card stops a busy distributed call: run KILLED, no wo
     card.locator('[data-metric="train_loss"] .jp-Air-runCard-spark path')
   ).toHaveAttribute('d', /L/);
   await expect(page.locator('.jp-Cell').first().locator('.jp-InputPrompt')).toContainText('*');
-  expect(rankProcesses().length).toBeGreaterThanOrEqual(2);
+  expect(rankProcesses(notebook).length).toBeGreaterThanOrEqual(2);
   await page
     .locator('.jp-Cell')
     .first()
@@ -102,7 +102,7 @@ test('Stop on the live run card stops a busy distributed call: run KILLED, no wo
   await expect(final).toContainText('stopped with the Stop button');
   await expect(final.locator('button')).toHaveCount(0);
   // And no process of the call is left
-  await expect.poll(() => rankProcesses(), { timeout: 20_000 }).toEqual([]);
+  await expect.poll(() => rankProcesses(notebook), { timeout: 20_000 }).toEqual([]);
   await cell.screenshot({ path: test.info().outputPath('run-card-stopped.png') });
   // And the MLflow run ended KILLED with the reason
   await page.notebook.runCell(1);

@@ -7,9 +7,8 @@ import inspect
 import os
 import time
 
-from jupyter_air.tracking.lifecycle import RunStopped
 from jupyter_air.training import runs
-from jupyter_air.training.errors import CallInterrupted, DistributedTimeout
+from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedTimeout
 from jupyter_air.training.launch import Call, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
@@ -28,7 +27,7 @@ def _wait(call: Call, tail: RankLogTail, run: TrackedRun, timeout: float | None)
         call.join(_POLL_SECONDS)
         run.show_lines(tail.pump())
         if run.stop_requested():
-            raise RunStopped(STOPPED)  # the caller stops every process, as for an interrupt
+            raise CallStopped(STOPPED)  # the caller stops every process, as for an interrupt
         if time.monotonic() - watched >= _WATCH_SECONDS:
             call.watch()
             watched = time.monotonic()

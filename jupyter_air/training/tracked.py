@@ -11,12 +11,12 @@ import threading
 from jupyter_air.run_card.card import RunCard, card_mode, header_for
 from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.state import CardState
-from jupyter_air.tracking.lifecycle import RunStopped
 from jupyter_air.tracking.stops import LiveRun
 from jupyter_air.training import runs
+from jupyter_air.training.errors import CallStopped
 
 _LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
-#: Why a run stopped from its card (or the Stop route) ended KILLED; also the message of the RunStopped raised.
+#: Why a run stopped from its card (or the Stop route) ended KILLED; also the message of the CallStopped raised.
 STOPPED = "stopped with the Stop button; every process of the call was stopped"
 #: Seconds between two looks for a Stop request while a cell runs in the kernel's main thread.
 _STOP_POLL_SECONDS = 0.2
@@ -81,7 +81,7 @@ def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
     """Yield the :class:`TrackedRun` of a block of work run here; it ends FINISHED, FAILED or KILLED with the block.
 
     In the main thread, the card's Stop interrupts the block as the kernel's interrupt does (SIGINT), and the
-    block raises :class:`~jupyter_air.tracking.lifecycle.RunStopped`.
+    block raises :class:`~jupyter_air.training.errors.CallStopped`.
     """
     run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel")
     in_main = threading.current_thread() is threading.main_thread()
@@ -91,7 +91,7 @@ def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
             yield run
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt) and run.stop_requested():
-            stopped = RunStopped(STOPPED)
+            stopped = CallStopped(STOPPED)
             run.finish_for(stopped)
             raise stopped from exc
         run.finish_for(exc)

@@ -12,6 +12,7 @@ import pytest
 from jupyter_air import distributed
 from jupyter_air.tracking.lifecycle import RunStopped
 from jupyter_air.tracking.stops import request_stop
+from jupyter_air.training.errors import CallStopped
 from jupyter_air.training.tracked import STOPPED
 
 pytestmark = pytest.mark.usefixtures("no_orphans")
@@ -53,10 +54,11 @@ def test_a_stop_request_stops_every_rank_and_kills_the_run(store, runs_of, air_h
     stopper = threading.Thread(target=stop_once_ranks_run, args=(tmp_path, air_home, sent))
     stopper.start()
 
-    # When the call runs, Then it raises RunStopped, saying every process was stopped
-    with pytest.raises(RunStopped, match=STOPPED):
+    # When the call runs, Then it raises CallStopped (a RunStopped), saying every process was stopped
+    with pytest.raises(RunStopped, match=STOPPED) as stopped:
         call.distributed(str(tmp_path))
     stopper.join()
+    assert isinstance(stopped.value, CallStopped)
 
     # And the request was accepted, the run ended KILLED with the reason, and its metric was kept
     assert sent["accepted"] is True

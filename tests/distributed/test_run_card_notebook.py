@@ -119,10 +119,13 @@ def test_saved_cards_are_static_readable_and_small(notebook_env, air_home, runs_
     assert "Failed on node 0, rank 1, exit code 1: ValueError: rank one broke" in broken.data["text/html"]
     assert outputs_of(nb.cells[2], "error")[0].ename == "DistributedError"
 
-    # And Stop ended the busy %%air_run cell with RunStopped, its run KILLED
+    # And Stop ended the busy %%air_run cell with CallStopped (a RunStopped), its run KILLED, the cell's own
+    # frames shown and not jupyter_air's
     assert sent["accepted"] is True
     (error,) = outputs_of(nb.cells[3], "error")
-    assert (error.ename, error.evalue) == ("RunStopped", STOPPED)
+    assert (error.ename, error.evalue) == ("CallStopped", STOPPED)
+    shown = "\n".join(error.traceback)
+    assert f"RunStopped: {STOPPED}" in shown and "time.sleep(0.1)" in shown and "tracked.py" not in shown
     (stopped_card,) = outputs_of(nb.cells[3], "display_data")
     assert ">killed</span>" in stopped_card.data["text/html"] and "in this kernel" in stopped_card.data["text/html"]
     stopped = next(r for r in runs_of("card-notebook") if r.info.run_name == "stopped")

@@ -8,6 +8,7 @@ from .handlers import (
     GpuRefreshHandler,
     ProxyRouteOffHandler,
     RunOpenHandler,
+    RunStopHandler,
     VersionHandler,
 )
 
@@ -25,6 +26,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
+        (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),
         (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
     ]
     if not allow_proxy_route:

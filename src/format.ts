@@ -40,3 +40,17 @@ export function formatClock(epochMs: number | null): string {
   }
   return new Date(epochMs).toLocaleTimeString([], { hour12: false });
 }
+
+/** How long something took, as the Python side says it: `"4.2s"`, `"1m 05s"`, `"2h 03m 04s"`. */
+export function formatElapsed(seconds: number): string {
+  if (seconds < 60) {
+    return `${Math.max(0, seconds).toFixed(1)}s`;
+  }
+  const total = Math.floor(seconds);
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const secs = String(total % 60).padStart(2, '0');
+  return hours > 0
+    ? `${hours}h ${String(minutes).padStart(2, '0')}m ${secs}s`
+    : `${minutes}m ${secs}s`;
+}

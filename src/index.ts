@@ -1,4 +1,4 @@
-/** Entry point: the GPU resources panel in JupyterLab's right sidebar. */
+/** Entry points: the GPU resources panel in JupyterLab's right sidebar, and the run card's widget view. */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
@@ -10,6 +10,7 @@ import { gpuIcon } from './icon';
 // widget at once), so a lazy import would not load them any later.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuModel } from './model';
+import { runCardPlugin } from './runcard/plugin';
 import { CommandIDs, DEFAULT_SETTINGS, IGpuSettings, PLUGIN_ID } from './tokens';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuPanelWidget } from './widget';
@@ -93,4 +94,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, runCardPlugin];

@@ -75,7 +75,8 @@ const config: PlaywrightTestConfig = {
   },
   projects: SERVERS.map(server => ({
     name: server.name,
-    testMatch: `${server.name}.spec.ts`,
+    // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
+    testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
     use: { baseURL: `http://localhost:${server.port}` }
   })),
   webServer: SERVERS.map(server => ({

@@ -8,11 +8,11 @@ import os
 import time
 
 from jupyter_air.training import runs
-from jupyter_air.training.errors import CallInterrupted, DistributedTimeout
+from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedTimeout
 from jupyter_air.training.launch import Call, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
-from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
+from jupyter_air.training.tracked import STOPPED, TrackedRun, quiet_launcher_logs
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1
@@ -25,8 +25,9 @@ def _wait(call: Call, tail: RankLogTail, run: TrackedRun, timeout: float | None)
     watched = 0.0
     while call.running:
         call.join(_POLL_SECONDS)
-        tail.pump()
-        run.tick()
+        run.show_lines(tail.pump())
+        if run.stop_requested():
+            raise CallStopped(STOPPED)  # the caller stops every process, as for an interrupt
         if time.monotonic() - watched >= _WATCH_SECONDS:
             call.watch()
             watched = time.monotonic()
@@ -62,12 +63,12 @@ def run_distributed(
     params = runs.call_params(function, args, kwargs) if params is None else params
     call = Call(function, args, kwargs, world_size)  # fails here, before any run exists, if it cannot travel
     try:
-        return _run_tracked(call, options, tags, params)
+        return _run_tracked(call, options, tags, params, gpu_count)
     finally:
         call.cleanup()
 
 
-def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
+def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: dict[str, str], gpus: int) -> list:
     logs = [call.log_path(rank) for rank in range(call.world_size)]
     tail = RankLogTail(logs)
     run = None
@@ -75,7 +76,13 @@ def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: 
         with quiet_launcher_logs():
             try:
                 call.start()  # the ranks start while their run is created, then wait for its id
-                run = TrackedRun(experiment=options.experiment, run_name=options.run_name, tags=tags)
+                run = TrackedRun(
+                    experiment=options.experiment,
+                    run_name=options.run_name,
+                    tags=tags,
+                    world_size=call.world_size,
+                    gpus=gpus,
+                )
                 call.release({**os.environ, **runs.worker_environment(run.run)})
                 run.announce(params, options.log_system_metrics)
                 _wait(call, tail, run, options.timeout)
@@ -96,7 +103,7 @@ def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: 
 
 
 def _keep_logs(tail: RankLogTail, run: TrackedRun, logs) -> None:
-    tail.pump(final=True)
+    run.show_lines(tail.pump(final=True))
     run.run.upload(logs, "logs/node_0")
 
 

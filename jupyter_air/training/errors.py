@@ -10,6 +10,8 @@ import signal
 import traceback
 from pathlib import Path
 
+from jupyter_air.tracking.lifecycle import RunStopped
+
 #: Frames from these folders are jupyter_air's or the shell's own, not the user's.
 _HIDDEN = (str(Path(__file__).resolve().parents[1]), "/IPython/", "/ipykernel/")
 _HIDDEN_NOTE = (
@@ -92,3 +94,10 @@ class CallInterrupted(KeyboardInterrupt):
 
     def _render_traceback_(self) -> list[str]:
         return render(self, f"KeyboardInterrupt: {self.args[0]}")
+
+
+class CallStopped(RunStopped):
+    """The call was stopped with its run card's Stop button: every process was stopped, the run marked KILLED."""
+
+    def _render_traceback_(self) -> list[str]:
+        return render(self, f"RunStopped: {self.args[0]}")

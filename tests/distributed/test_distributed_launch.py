@@ -53,6 +53,8 @@ def test_results_by_rank_with_ddp_and_a_complete_run(store, runs_of, artifact_te
     out = capsys.readouterr().out
     assert "[rank 0] rank 0 of 2 grad [[3.0, 3.0]]" in out
     assert "[rank 1] stderr line from rank 1" in out
+    # And outside a kernel the run card is text, ending with the status and the run's own metrics
+    assert "in experiment 'launch-ddp': finished after" in out and "  train_loss = 0.25 (step 0)" in out
     # And the call is one FINISHED run (the launcher's word, though rank 0's `with` block also ended it)
     (run,) = runs_of("launch-ddp")
     assert run.info.status == "FINISHED"

@@ -204,7 +204,7 @@ export class GpuModel implements IDisposable {
       return;
     }
     this._lastActivityMs = this._now();
-    if (this._visible) {
+    if (this._viewers.size > 0) {
       this._hiddenSinceMs = null;
     }
     this._refreshRequested = true;
@@ -228,16 +228,22 @@ export class GpuModel implements IDisposable {
     this._lastActivityMs = this._now();
   }
 
-  /** Tell the model whether the panel is visible; showing a paused panel resumes polling. */
-  setVisible(visible: boolean): void {
-    if (visible === this._visible) {
+  /**
+   * Tell the model whether a view of it is visible (`viewer`: the panel, the status bar item);
+   * polling goes on while any is. Showing one while paused resumes polling.
+   */
+  setVisible(visible: boolean, viewer = 'panel'): void {
+    if (visible === this._viewers.has(viewer)) {
       return;
     }
-    this._visible = visible;
     if (!visible) {
-      this._hiddenSinceMs = this._now();
+      this._viewers.delete(viewer);
+      if (this._viewers.size === 0) {
+        this._hiddenSinceMs = this._now();
+      }
       return;
     }
+    this._viewers.add(viewer);
     this._hiddenSinceMs = null;
     this._lastActivityMs = this._now();
     if (!this._started) {
@@ -245,6 +251,11 @@ export class GpuModel implements IDisposable {
     } else if (this.paused) {
       void this.refresh();
     }
+  }
+
+  /** Whether the view `viewer` (default: the panel) is visible. */
+  isVisibleTo(viewer = 'panel'): boolean {
+    return this._viewers.has(viewer);
   }
 
   dispose(): void {
@@ -372,7 +383,7 @@ export class GpuModel implements IDisposable {
   private _settings: IGpuSettings;
   private _started = false;
   private _versionRequested = false;
-  private _visible = false;
+  private _viewers = new Set<string>();
 }
 
 export namespace GpuModel {

@@ -69,7 +69,7 @@ lint-js:
 	jlpm lint:check
 
 test-ui:
-	rm -rf ui-tests/.air-home
+	rm -rf ui-tests/.air-home ui-tests/.air-home-experiment
 	cd ui-tests && jlpm install && jlpm test
 
 bench: install

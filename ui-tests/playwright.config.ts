@@ -1,6 +1,7 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
- * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
+ * one server per GPU source (simulated, none), one without the server extension, one for training runs, and
+ * one for the Experiment panel.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as path from 'path';
@@ -29,6 +30,16 @@ const SERVERS = [
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
       AIR_HOME: path.join(__dirname, '.air-home')
+    }
+  },
+  {
+    // The Experiment panel, the Logs view, runs on the GPU charts and the status bar: simulated GPUs
+    // so that the charts show; runs and jobs in ui-tests/.air-home-experiment (emptied by `make test-ui`).
+    name: 'experiment',
+    port: PORT_BASE + 4,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'simulated',
+      AIR_HOME: path.join(__dirname, '.air-home-experiment')
     }
   }
 ];

@@ -18,9 +18,9 @@ const trans = nullTranslator.load('jupyter_air');
 let server: FakeRunsServer;
 let model: ExperimentModel;
 
-function makeModel(settings: Partial<ExperimentModel.IOptions['settings']> = {}): ExperimentModel {
+/** Create the model under test (disposed after each test). */
+function makeModel(settings: Partial<ExperimentModel.IOptions['settings']> = {}): void {
   model = new ExperimentModel({ request: server.request, settings });
-  return model;
 }
 
 async function advance(ms: number): Promise<void> {

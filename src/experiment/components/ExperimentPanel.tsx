@@ -111,6 +111,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             selected={selected}
             onToggle={toggle}
             nowMs={nowMs}
+            defaultExperiment={model.runsPayload?.default_experiment}
             trans={trans}
           />
         ) : (

@@ -12,6 +12,8 @@ export interface IRunListProps {
   onToggle: (runId: string) => void;
   /** Epoch milliseconds now, for the duration of running runs. */
   nowMs: number;
+  /** The notebook's default experiment: runs in it do not repeat its name. */
+  defaultExperiment?: string | null;
   trans: TranslationBundle;
 }
 
@@ -50,7 +52,7 @@ export function RunList(props: IRunListProps): JSX.Element {
 }
 
 function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
-  const { run, childrenOf, selected, onToggle, nowMs, trans } = props;
+  const { run, childrenOf, selected, onToggle, nowMs, defaultExperiment, trans } = props;
   const children = childrenOf(run.run_id);
   const name = run.run_name || run.run_id;
   const source = sourceLabel(run.source, trans);
@@ -95,7 +97,7 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
             {trans.__('%1 ranks', run.world_size)}
           </span>
         ) : null}
-        {run.experiment_name ? (
+        {run.experiment_name && run.experiment_name !== defaultExperiment ? (
           <span className="jp-Air-run-experiment" title={trans.__('Experiment')}>
             {run.experiment_name}
           </span>
@@ -122,6 +124,7 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
           selected={selected}
           onToggle={onToggle}
           nowMs={nowMs}
+          defaultExperiment={defaultExperiment}
           trans={trans}
         />
       ) : null}

@@ -21,7 +21,6 @@ export default defineConfig([
       'ui-tests/test-results',
       'ui-tests/playwright-report',
       'ui-tests/.air-home',
-      'ui-tests/.air-home-experiment',
       // Browser scripts of the Python benchmarks (python -m benchmarks ui), outside the extension.
       'benchmarks'
     ]

@@ -4,6 +4,8 @@
  * one for the Experiment panel.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 // Galata's base configuration is a CommonJS `module.exports` without typings, so it cannot be imported.
@@ -14,6 +16,10 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // can run their browser tests side by side.
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
 
+/** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
+export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
+export const LINKS_TOKEN = 'links-test-token';
+
 const SERVERS = [
   { name: 'simulated', port: PORT_BASE, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
   { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
@@ -23,23 +29,32 @@ const SERVERS = [
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
   },
   {
-    // Notebooks that train with @distributed; MLflow's embedded store lives in ui-tests/.air-home
-    // (emptied by `make test-ui`).
+    // Notebooks that train with @distributed; MLflow's embedded store lives in a new temp folder.
     name: 'training',
     port: PORT_BASE + 3,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
-      AIR_HOME: path.join(__dirname, '.air-home')
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+    }
+  },
+  {
+    // Jupyter's login on: a run link opened by a logged-out browser.
+    name: 'links',
+    port: PORT_BASE + 4,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'none',
+      JUPYTER_AIR_UI_TOKEN: LINKS_TOKEN,
+      AIR_HOME: LINKS_AIR_HOME
     }
   },
   {
     // The Experiment panel, the Logs view, runs on the GPU charts and the status bar: simulated GPUs
-    // so that the charts show; runs and jobs in ui-tests/.air-home-experiment (emptied by `make test-ui`).
+    // so that the charts show; runs and jobs in a new temp folder.
     name: 'experiment',
-    port: PORT_BASE + 4,
+    port: PORT_BASE + 5,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'simulated',
-      AIR_HOME: path.join(__dirname, '.air-home-experiment')
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
     }
   }
 ];

@@ -8,7 +8,7 @@ import os
 import time
 
 from jupyter_air.training import runs
-from jupyter_air.training.errors import DistributedTimeout
+from jupyter_air.training.errors import CallInterrupted, DistributedTimeout
 from jupyter_air.training.launch import Call, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
@@ -49,6 +49,9 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
+    from jupyter_air import warmup
+
+    warmup.wait("tracking")  # never import MLflow beside the warm-up thread
     world_size, gpu_count = world_size_for(options.gpus)
     tags = {
         "air.source": source,
@@ -83,6 +86,9 @@ def _run_tracked(call: Call, options: RunOptions, tags: dict[str, str], params: 
         if run is not None:
             _keep_logs(tail, run, logs)
             run.finish_for(exc)
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
+            where = "and the run marked KILLED" if run is not None else "before its run was created"
+            raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None
         raise
     _keep_logs(tail, run, logs)
     run.finish_for(None)
@@ -119,6 +125,9 @@ def distributed(function=None, **options):
     and GPU into the run; ``timeout`` seconds after which a hung call is stopped.
     """
     run_options = RunOptions.of(options)
+    from jupyter_air.warmup import warm_up
+
+    warm_up("tracking", "launcher")  # in the background: the first call then starts at once
     if function is None:
         return lambda fn: DistributedFunction(fn, run_options)
     return DistributedFunction(function, run_options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import linecache
 import os
@@ -27,6 +28,8 @@ _FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air
 _STOP_DEADLINE_SECONDS = 10.0
 #: Environment variable every process of a call inherits (ranks' children and daemons included).
 CALL_ID_ENV = "AIR_CALL_ID"
+#: The thread that runs the elastic agent, which starts the ranks.
+AGENT_THREAD = "air-elastic-agent"
 #: Collective libraries' socket interface on one node: loopback, unless the user chose one.
 _LOOPBACK_INTERFACES = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 
@@ -71,6 +74,47 @@ def notebook_sources() -> dict[str, list[str]]:
     }
 
 
+def _ranks_skip_the_main_module() -> None:
+    """Start ranks without running the script's ``__main__`` again in each of them (once per process).
+
+    multiprocessing prepares a new process by re-running the main script as ``__mp_main__``, so a script
+    without ``if __name__ == "__main__":`` would start a second call from every rank. Nothing of the main
+    module is needed there: the function and its arguments travel by value (cloudpickle). So the ranks'
+    preparation data leaves the main module out; only processes started by our agent thread are affected.
+    """
+    from multiprocessing import spawn
+
+    original = spawn.get_preparation_data
+    if getattr(original, "air_skips_main", False):
+        return
+
+    @functools.wraps(original)
+    def get_preparation_data(name):
+        data = original(name)
+        if threading.current_thread().name == AGENT_THREAD:
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    get_preparation_data.air_skips_main = True
+    spawn.get_preparation_data = get_preparation_data
+
+
+def _prepare_fork_server() -> None:
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, rather than at the first call: a new interpreter that preloads torch (this
+    process imports nothing of torch here)."""
+    from multiprocessing import forkserver
+
+    _prepare_fork_server()
+    forkserver.ensure_running()
+
+
 def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = START_METHOD):
     """The elastic launcher's settings for one node: ``world_size`` ranks, no restarts, stores on loopback."""
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
@@ -79,9 +123,8 @@ def launch_config(world_size: int, log_dir: pathlib.Path, start_method: str = ST
     from jupyter_air.training import rendezvous
 
     if start_method == "forkserver":
-        import multiprocessing
-
-        multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+        _prepare_fork_server()
+    _ranks_skip_the_main_module()
     return LaunchConfig(
         min_nodes=1,
         max_nodes=1,
@@ -121,7 +164,7 @@ class Call:
                 " connections inside the function."
             ) from exc
         (self.folder / "payload.pkl").write_bytes(data)
-        self._thread = threading.Thread(target=self._launch, name="air-elastic-agent", daemon=True)
+        self._thread = threading.Thread(target=self._launch, name=AGENT_THREAD, daemon=True)
         # Waiting on an Event, not Thread.join(): a KeyboardInterrupt inside join() makes CPython
         # (before 3.13) mark the thread stopped while it still runs.
         self._done = threading.Event()

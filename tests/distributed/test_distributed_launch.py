@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -133,3 +136,36 @@ def test_the_decorator_works_bare_and_with_options_whatever_was_imported_first()
 
     assert (bare(1), configured(2)) == (2, 4)
     assert bare.__name__ == "bare" and callable(configured.distributed)
+
+
+GUARDLESS = """
+from jupyter_air import distributed
+print("top level ran", flush=True)
+
+@distributed(gpus=2, experiment="launch-script")
+def rank_times(x):
+    import os
+    return int(os.environ["RANK"]) * x
+
+print("results", rank_times.distributed(3), flush=True)
+"""
+
+
+def test_a_script_without_a_main_guard_runs_its_top_level_once(store, tmp_path):
+    # Given a plain script that calls .distributed() at its top level, with no `if __name__ == "__main__":`
+    script = tmp_path / "train.py"
+    script.write_text(GUARDLESS)
+
+    # When it runs
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])},
+    )
+
+    # Then it succeeds, and neither the ranks nor the fork server ran its top level again
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("top level ran") == 1, done.stdout
+    assert "results [0, 3]" in done.stdout

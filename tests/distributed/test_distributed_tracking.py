@@ -52,8 +52,8 @@ def test_run_links(store, monkeypatch, tmp_path):
     # Given an HTTP tracking server, Then the links open the run and its experiment on it
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example/")
     found = links("3", "abc")
-    assert found.run == "https://mlflow.example/#/experiments/3/runs/abc"
-    assert found.experiment == "https://mlflow.example/#/experiments/3"
+    assert found.run == "https://mlflow.example/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert found.experiment == "https://mlflow.example/#/experiments/3?workflowType=machine_learning"
 
     # Given the embedded store and no Jupyter server, Then no link can be known
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'x.db'}")

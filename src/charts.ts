@@ -275,6 +275,8 @@ namespace Private {
   /** Label rows of overlapping runs, so nested runs' names do not cover each other. */
   const LABEL_ROWS = 3;
   const LABEL_ROW_PX = 14;
+  /** Labels of short runs may reach past their band, so that a few letters of the name show. */
+  const LABEL_MIN_PX = 64;
 
   /**
    * Place one band per run under the plot (the canvas is transparent) and, on the first chart, a
@@ -314,11 +316,12 @@ namespace Private {
         if (!labelled) {
           return;
         }
+        const labelWidth = Math.max(LABEL_MIN_PX, right - left);
         let row = rowEnds.findIndex(end => end <= left);
         if (row < 0) {
           row = Math.min(rowEnds.length, LABEL_ROWS - 1);
         }
-        rowEnds[row] = right;
+        rowEnds[row] = left + labelWidth;
         const label = document.createElement('div');
         const name = run.run_name || run.run_id;
         label.className = `jp-Air-run-label jp-Air-status-${run.status}`;
@@ -332,7 +335,7 @@ namespace Private {
         );
         label.style.left = `${left}px`;
         label.style.top = `${row * LABEL_ROW_PX}px`;
-        label.style.maxWidth = `${Math.max(24, right - left)}px`;
+        label.style.maxWidth = `${labelWidth}px`;
         label.addEventListener('click', () => onOpen(run));
         plot.over.appendChild(label);
       });

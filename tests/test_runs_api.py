@@ -186,24 +186,26 @@ async def all_pages(runs, notebook: str, limit: int) -> tuple[list[dict], int]:
     raise AssertionError(f"still paging after 20 pages: {len(seen)} runs seen")
 
 
-async def test_since_keeps_runs_that_ended_after_it_and_running_ones(runs, notebook, mlflow_client):
-    # Given a run that ended long ago, one that ended recently and one still running
+async def test_since_gives_the_runs_started_at_or_after_it(runs, notebook, mlflow_client):
+    # Given a run that started long ago, and two that started recently, one of them still running
     experiment_id = mlflow_client.create_experiment(f"since-{uuid.uuid4().hex}")
     tags = {"air.notebook_path": os.environ["JPY_SESSION_NAME"], "air.source": "magic"}
     now = int(time.time() * 1000)
-    old, recent, running = (mlflow_client.create_run(experiment_id, start_time=now - 60_000, tags=tags) for _ in "abc")
+    old = mlflow_client.create_run(experiment_id, start_time=now - 60_000, tags=tags)
+    recent = mlflow_client.create_run(experiment_id, start_time=now - 5_000, tags=tags)
+    running = mlflow_client.create_run(experiment_id, start_time=now - 4_000, tags=tags)
     mlflow_client.set_terminated(old.info.run_id, end_time=now - 50_000)
     mlflow_client.set_terminated(recent.info.run_id, end_time=now - 1_000)
 
-    # When the panel asks for what changed since 10 s ago
+    # When the panel asks for what started since 10 s ago
     try:
         answer = await runs(notebook=notebook, since=now - 10_000)
     finally:
         mlflow_client.set_terminated(running.info.run_id, end_time=now)  # the module's other tests share the store
 
     # Then it gets the recent and the running one, not the old one
-    assert {r["run_id"] for r in answer["runs"]} == {recent.info.run_id, running.info.run_id}
-    assert {r["status"] for r in answer["runs"]} == {"FINISHED", "RUNNING"}
+    assert [r["run_id"] for r in answer["runs"]] == [running.info.run_id, recent.info.run_id]
+    assert [r["status"] for r in answer["runs"]] == ["RUNNING", "FINISHED"]
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +27,10 @@ PARENT_TAG = "mlflow.parentRunId"
 MAX_METRICS = 8
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 #: Most runs one timeline answer holds (the newest).
-MAX_WINDOW_RUNS = 500
+MAX_WINDOW_RUNS = 200
+#: Seconds the list of experiments is reused: listing them costs as much as a search of runs, and a poll
+#: would otherwise list them every time.
+EXPERIMENTS_TTL_SECONDS = 5.0
 _ORDER = ["attributes.start_time DESC"]
 #: Characters written as LIKE's one-character wildcard in a tag pattern: quotes and backslashes cannot be
 #: written in MLflow's filter syntax, and % and _ are LIKE's own; matches are then checked exactly.
@@ -79,6 +84,8 @@ class RunsQuery:
 
     def __init__(self, base_url: str = "/"):
         self.base_url = base_url
+        self._experiments_cache: tuple[str, float, dict[str, str]] | None = None
+        self._lock = threading.Lock()
 
     def notebook(
         self,
@@ -88,13 +95,13 @@ class RunsQuery:
         page_token: str | None = None,
     ) -> dict:
         """Runs started from the notebook (tag ``air.notebook_path`` equal to one of ``paths``, any experiment)
-        and runs of its default experiment, newest first; with ``since_ms``, only those that ended at or after
-        it or are still running."""
+        and runs of its default experiment, newest first; with ``since_ms``, only those started at or after it
+        (a panel asks from the start of the oldest run it holds as running, or of its newest run)."""
         cursor = Cursor.decode(page_token)
         default = default_experiment_name(paths[0])
         answer = {"node": node_name(), "ui_url": ui_root(self.base_url), "default_experiment": default}
         client = _client()
-        experiments = _experiments(client) if client is not None else {}
+        experiments = self._experiments_of(client)
         if not experiments:
             return {**answer, "runs": [], "next_page_token": None}
         exact = set(paths)
@@ -106,8 +113,8 @@ class RunsQuery:
         if default_id is not None:
             queries.append(_Query([default_id], "", lambda r: True))
         if since_ms is not None:
-            variants = [f"attributes.end_time >= {since_ms}", "attributes.status = 'RUNNING'"]
-            queries = [_Query(q.experiment_ids, _and(q.filter, v), q.keep) for q in queries for v in variants]
+            started = f"attributes.start_time >= {since_ms}"
+            queries = [_Query(q.experiment_ids, _and(q.filter, started), q.keep) for q in queries]
         runs, following = _page(client, queries, limit, cursor)
         return {
             **answer,
@@ -121,7 +128,7 @@ class RunsQuery:
         node = node_name()
         answer = {"node": node, "from_ms": from_ms, "to_ms": to_ms, "ui_url": ui_root(self.base_url)}
         client = _client()
-        experiments = _experiments(client) if client is not None else {}
+        experiments = self._experiments_of(client)
         if not experiments:
             return {**answer, "runs": [], "truncated": False}
         started = f"attributes.start_time <= {to_ms}"
@@ -134,6 +141,20 @@ class RunsQuery:
             found.update({r.info.run_id: r for r in batch if _ours(r, node)})
         runs = sorted(found.values(), key=_newest_first)[:MAX_WINDOW_RUNS]
         return {**answer, "runs": [run_json(r, experiments, self.base_url) for r in runs], "truncated": truncated}
+
+    def _experiments_of(self, client) -> dict[str, str]:
+        """The store's active experiments by id, listed again after :data:`EXPERIMENTS_TTL_SECONDS`."""
+        if client is None:
+            return {}
+        uri, now = tracking_uri(), time.monotonic()
+        with self._lock:
+            cached = self._experiments_cache
+            if cached is not None and cached[0] == uri and now - cached[1] < EXPERIMENTS_TTL_SECONDS:
+                return cached[2]
+        found = _experiments(client)
+        with self._lock:
+            self._experiments_cache = (uri, now, found)
+        return found
 
 
 def run_json(run, experiments: dict[str, str], base_url: str) -> dict:

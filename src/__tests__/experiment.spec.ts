@@ -91,6 +91,27 @@ describe('ExperimentModel', () => {
     expect(model.state).toBe('idle');
   });
 
+  it('while only a job is active, reads only the jobs', async () => {
+    // Given a notebook whose runs have all ended, and a running job
+    server.runs.set(NOTEBOOK, [makeRun('done', T0)]);
+    server.jobs = [makeJob('job-1')];
+    makeModel({ pollIntervalSeconds: 5 });
+    model.notebookPath = NOTEBOOK;
+    model.setVisible(true);
+    await advance(0);
+    // When three poll intervals pass and the job ends
+    await advance(15 * SECOND);
+    server.jobs[0].status = 'SUCCEEDED';
+    await advance(5 * SECOND);
+    const count = server.calls.length;
+    await advance(60 * SECOND);
+    // Then after the first load only the jobs were read, until the job ended
+    expect(server.requests.filter(r => r.startsWith('GET runs'))).toHaveLength(1);
+    expect(server.requests.filter(r => r === 'GET jobs').length).toBeGreaterThanOrEqual(4);
+    expect(server.calls).toHaveLength(count);
+    expect(model.jobs[0].status).toBe('SUCCEEDED');
+  });
+
   it('polls while a cell of the notebook runs, and once more when it is done', async () => {
     // Given a shown panel with nothing running
     server.runs.set(NOTEBOOK, []);
@@ -317,7 +338,14 @@ describe('RunTimeline', () => {
       await advance(2 * SECOND);
     }
     await advance(2 * SECOND);
-    expect(server.calls).toHaveLength(4);
+    // Then one request followed each new sample, asking from the end of the previous answer
+    const ts = gpuServer.timestamps;
+    expect(server.requests.slice(1)).toEqual([
+      `GET runs?from=${ts[4]}&to=${ts[5]}`,
+      `GET runs?from=${ts[5]}&to=${ts[6]}`,
+      `GET runs?from=${ts[6]}&to=${ts[7]}`
+    ]);
+    expect(timeline.runs.map(r => r.run_id)).toEqual(['a']);
     // When only the status bar shows the GPUs (the panel is hidden), Then the charts' runs are not read
     gpu.setVisible(true, 'status-bar');
     gpu.setVisible(false);

@@ -153,10 +153,7 @@ export class FakeRunsServer {
     const since = params.get('since');
     const limit = Number(params.get('limit') ?? 50);
     const from = Number(params.get('page_token') ?? 0);
-    const matching =
-      since === null
-        ? all
-        : all.filter(r => r.status === 'RUNNING' || (r.end_ms ?? 0) >= Number(since));
+    const matching = since === null ? all : all.filter(r => r.start_ms >= Number(since));
     const page = matching.slice(from, from + limit);
     return {
       node: 'node-1',

@@ -133,6 +133,7 @@ export class ExperimentModel implements IDisposable {
   get active(): boolean {
     return (
       this._kernelBusy ||
+      this._kernelSettled ||
       this._runs.some(run => run.status === 'RUNNING') ||
       this._jobs.some(job => ACTIVE_JOB_STATUSES.includes(job.status))
     );
@@ -188,6 +189,7 @@ export class ExperimentModel implements IDisposable {
       return;
     }
     this._kernelBusy = busy;
+    this._kernelSettled = !busy;
     void this._wake(false);
   }
 
@@ -321,33 +323,47 @@ export class ExperimentModel implements IDisposable {
     }
   }
 
+  /**
+   * Read what may have changed: the runs while one runs or a cell runs (and once after), the jobs while
+   * one is active or a cell runs (it may start one); both on a full reload.
+   */
   private async _fetch(full: boolean): Promise<void> {
+    const due = this._kernelBusy || this._kernelSettled;
+    this._kernelSettled = false;
     const path = this._notebookPath;
-    if (path !== null) {
-      const since = full || this._runsPayload === null ? null : this._since();
-      const query =
-        since === null ? `&limit=${PAGE_SIZE}` : `&since=${since}&limit=${CHANGES_LIMIT}`;
-      const answer = await this._get<IRunsPayload>(
-        `runs?notebook=${encodeURIComponent(path)}${query}`
-      );
-      if (path === this._notebookPath) {
-        if (since === null) {
-          this._runs = [];
-          this._nextPageToken = answer.next_page_token;
-        }
-        this._runsPayload = answer;
-        this._merge(answer.runs);
-      }
+    const runsRunning = this._runs.some(run => run.status === 'RUNNING');
+    if (path !== null && (full || due || runsRunning || this._runsPayload === null)) {
+      await this._fetchRuns(path, full || this._runsPayload === null);
     }
-    const jobs = await this._get<IJobsPayload>('jobs');
-    this._jobs = jobs.jobs;
+    const jobsActive = this._jobs.some(job => ACTIVE_JOB_STATUSES.includes(job.status));
+    if (full || due || jobsActive || !this._loaded) {
+      this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
+    }
     this._loaded = true;
     this._changed.emit();
   }
 
+  private async _fetchRuns(path: string, full: boolean): Promise<void> {
+    const since = full ? null : this._since();
+    const query = since === null ? `&limit=${PAGE_SIZE}` : `&since=${since}&limit=${CHANGES_LIMIT}`;
+    const answer = await this._get<IRunsPayload>(
+      `runs?notebook=${encodeURIComponent(path)}${query}`
+    );
+    if (path !== this._notebookPath) {
+      return;
+    }
+    if (since === null) {
+      this._runs = [];
+      this._nextPageToken = answer.next_page_token;
+    }
+    this._runsPayload = answer;
+    this._merge(answer.runs);
+  }
+
   /**
-   * Start of the changes to ask for, in the server's clock: every run that started after the newest
-   * one held, or that was running and has ended since, ended at or after it.
+   * Start of the runs to ask for again, in the server's clock: the start of the oldest run held as
+   * running, or of the newest run held. Every new run, and every run that may have changed (ended,
+   * logged metrics), started at or after it.
    */
   private _since(): number | null {
     if (this._runs.length === 0) {
@@ -376,6 +392,8 @@ export class ExperimentModel implements IDisposable {
   private _inflight: Promise<void> = Promise.resolve();
   private _jobs: IJob[] = [];
   private _kernelBusy = false;
+  /** The kernel has just become idle: one more read sees how its runs ended. */
+  private _kernelSettled = false;
   private _lastActivityMs: number;
   private _loaded = false;
   private _nextPageToken: string | null = null;

@@ -8,9 +8,10 @@ import { IRun, IRunWindowPayload } from './tokens';
 
 /**
  * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only
- * while the GPU panel (with its charts) is visible, it asks once for the runs of this node active
- * between the oldest and the newest sample held (`runs?from=&to=`). So it makes at most one extra
- * request per GPU poll, never two at once, and none while the charts are hidden.
+ * while the GPU panel (with its charts) is visible, it asks once for the runs of this node active in
+ * the charts' window (`runs?from=&to=`): the whole window the first time, then only from the end of
+ * the previous answer (runs that ended since, still run, or started since). So it makes at most one
+ * extra request per GPU poll, never two at once, and none while the charts are hidden.
  */
 export class RunTimeline implements IDisposable {
   constructor(options: RunTimeline.IOptions) {
@@ -58,12 +59,13 @@ export class RunTimeline implements IDisposable {
     }
     this._askedForNewest = newest;
     this._inflight = true;
-    void this._fetch(oldest, newest).finally(() => {
+    const from = this._heldToMs === null ? oldest : Math.max(oldest, this._heldToMs);
+    void this._fetch(from, newest, oldest).finally(() => {
       this._inflight = false;
     });
   }
 
-  private async _fetch(fromMs: number, toMs: number): Promise<void> {
+  private async _fetch(fromMs: number, toMs: number, oldestMs: number): Promise<void> {
     try {
       const answer = await this._request<IRunWindowPayload>(`runs?from=${fromMs}&to=${toMs}`, {
         method: 'GET'
@@ -71,7 +73,12 @@ export class RunTimeline implements IDisposable {
       if (this._disposed) {
         return;
       }
-      this._runs = answer.runs;
+      const byId = new Map(this._runs.map(run => [run.run_id, run]));
+      answer.runs.forEach(run => byId.set(run.run_id, run));
+      this._runs = [...byId.values()]
+        .filter(run => run.end_ms === null || run.end_ms >= oldestMs)
+        .sort((a, b) => b.start_ms - a.start_ms);
+      this._heldToMs = toMs;
       this._revision += 1;
       this._changed.emit();
     } catch (error) {
@@ -82,6 +89,8 @@ export class RunTimeline implements IDisposable {
   }
 
   private _askedForNewest: number | null = null;
+  /** The end of the window of the last answer: later requests start there. */
+  private _heldToMs: number | null = null;
   private _changed = new Signal<this, void>(this);
   private _disposed = false;
   private _gpu: GpuModel;

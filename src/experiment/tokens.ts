@@ -24,7 +24,7 @@ export interface IExperimentSettings {
 }
 
 export const DEFAULT_EXPERIMENT_SETTINGS: IExperimentSettings = {
-  pollIntervalSeconds: 3,
+  pollIntervalSeconds: 5,
   inactivityTimeoutSeconds: 300
 };
 

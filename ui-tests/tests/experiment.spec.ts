@@ -5,7 +5,7 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Page } from '@playwright/test';
 
-import { openNotebook } from './helpers';
+import { openNotebook, widenRightSidebar } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
 const LEFT_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]';
@@ -204,6 +204,8 @@ test.describe('Experiment panel', () => {
       .first()
       .boundingBox();
     expect(band?.width ?? 0).toBeGreaterThan(4);
+    await widenRightSidebar(page, 480);
+    await page.waitForTimeout(1000);
     await gpu.screenshot({ path: testInfo.outputPath('gpu-timeline.png') });
     // When the label is clicked, Then the run opens in the MLflow UI through this server's run link
     const popup = page.context().waitForEvent('page');

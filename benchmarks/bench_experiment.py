@@ -20,7 +20,11 @@ from benchmarks.bench_gpu import TOKEN, _free_port, _percentile
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "work/train.ipynb"
 #: Default poll intervals of the two panels (schema/experiment.json, schema/plugin.json), in seconds.
-EXPERIMENT_POLL_SECONDS, GPU_POLL_SECONDS = 3, 10
+EXPERIMENT_POLL_SECONDS, GPU_POLL_SECONDS = 5, 10
+#: Seconds of each measured window of server CPU.
+WINDOW_SECONDS = 30
+#: The server stops sampling GPUs this long after the last request to the GPU routes.
+IDLE_TIMEOUT_SECONDS = 15
 
 
 def fill_store(home: Path, root: Path, runs: int, start_ms: int, running: bool) -> None:
@@ -66,6 +70,7 @@ def start_server(home: Path, root: Path) -> tuple[subprocess.Popen, str]:
             f"--ServerApp.root_dir={root}",
             "--JupyterAir.simulated_gpus=8",
             "--JupyterAir.sample_interval_seconds=10",
+            f"--JupyterAir.idle_timeout_seconds={IDLE_TIMEOUT_SECONDS}",
             "--ServerApp.log_level=WARN",
         ],
         env=env,
@@ -117,6 +122,24 @@ def cpu_ms_per_poll(proc: subprocess.Popen, urls: list[str], rounds: int = 100) 
     return ((after.user - before.user) + (after.system - before.system)) * 1000 / rounds
 
 
+def cpu_seconds_in_window(proc: subprocess.Popen, urls: list[str], every_seconds: float) -> float:
+    """Server CPU seconds over :data:`WINDOW_SECONDS` while one client polls ``urls`` every ``every_seconds``
+    (no client when ``urls`` is empty)."""
+
+    async def client() -> None:
+        deadline = time.monotonic() + WINDOW_SECONDS
+        while time.monotonic() < deadline:
+            for url in urls:
+                await _get(url)
+            await asyncio.sleep(every_seconds if urls else WINDOW_SECONDS)
+
+    server = psutil.Process(proc.pid)
+    before = server.cpu_times()
+    asyncio.run(client())
+    after = server.cpu_times()
+    return (after.user - before.user) + (after.system - before.system)
+
+
 def latency_ms(urls: list[str], rounds: int = 200) -> tuple[float, float]:
     values = _timed(urls, rounds)
     return statistics.median(values) * 1000, _percentile(values, 0.99) * 1000
@@ -145,20 +168,25 @@ def main() -> None:
             load = cpu_ms_per_poll(proc, [f"{base}runs?notebook={notebook}&limit=50", f"{base}jobs"], 50)
             experiment = cpu_ms_per_poll(proc, experiment_poll)
             gpu = cpu_ms_per_poll(proc, gpu_poll)
-            per_minute_experiment = experiment * 60 / EXPERIMENT_POLL_SECONDS
-            per_minute_gpu = gpu * 60 / GPU_POLL_SECONDS
             print(
                 f"first load of the Experiment panel (50 runs + jobs, {len(first) / 1024:.0f} KiB): "
                 f"{load:.1f} ms server CPU"
             )
             print(
-                f"Experiment panel poll (runs changed since the RUNNING one started + jobs): {experiment:.1f} ms "
-                f"server CPU; GPU panel poll (gpu?since, 8 simulated GPUs): {gpu:.1f} ms"
+                f"one poll: Experiment panel (runs since the RUNNING one started + jobs) {experiment:.1f} ms "
+                f"server CPU; GPU panel (gpu?since, 8 simulated GPUs) {gpu:.1f} ms"
             )
+            time.sleep(IDLE_TIMEOUT_SECONDS + 2)  # the GPU sampler stops: the Experiment panel does not use it
+            idle = cpu_seconds_in_window(proc, [], 0)
+            panel = cpu_seconds_in_window(proc, experiment_poll, EXPERIMENT_POLL_SECONDS)
+            gpu_panel = cpu_seconds_in_window(proc, gpu_poll, GPU_POLL_SECONDS)
+            experiment_cost, gpu_cost = (panel - idle) * 1000, (gpu_panel - idle) * 1000
             print(
-                f"  per minute at the default intervals ({EXPERIMENT_POLL_SECONDS} s and {GPU_POLL_SECONDS} s): "
-                f"Experiment panel {per_minute_experiment:.0f} ms, GPU panel {per_minute_gpu:.0f} ms, "
-                f"ratio {per_minute_experiment / per_minute_gpu:.1f}x (baseline: the GPU panel's own polls)"
+                f"server CPU over {WINDOW_SECONDS} s with one panel open at its default interval, the server's "
+                f"idle {idle * 1000:.0f} ms taken off: Experiment panel (every {EXPERIMENT_POLL_SECONDS} s while a "
+                f"run is RUNNING) {experiment_cost:.0f} ms; GPU panel (every {GPU_POLL_SECONDS} s, with its "
+                f"sampler) {gpu_cost:.0f} ms; ratio {experiment_cost / max(gpu_cost, 1e-3):.1f}x "
+                "(baseline: the GPU panel's own cost)"
             )
         finally:
             proc.terminate()

@@ -196,14 +196,19 @@ async def test_since_gives_the_runs_started_at_or_after_it(runs, notebook, mlflo
     running = mlflow_client.create_run(experiment_id, start_time=now - 4_000, tags=tags)
     mlflow_client.set_terminated(old.info.run_id, end_time=now - 50_000)
     mlflow_client.set_terminated(recent.info.run_id, end_time=now - 1_000)
+    # And, started since too, more runs of another notebook than a poll asks for
+    others = {**tags, "air.notebook_path": "/elsewhere/other.ipynb"}
+    for offset in range(3000, 0, -1000):
+        run = mlflow_client.create_run(experiment_id, start_time=now - offset + 500, tags=others)
+        mlflow_client.set_terminated(run.info.run_id, end_time=now)
 
-    # When the panel asks for what started since 10 s ago
+    # When the panel asks for what started since 10 s ago, 3 runs at most
     try:
-        answer = await runs(notebook=notebook, since=now - 10_000)
+        answer = await runs(notebook=notebook, since=now - 10_000, limit=3)
     finally:
         mlflow_client.set_terminated(running.info.run_id, end_time=now)  # the module's other tests share the store
 
-    # Then it gets the recent and the running one, not the old one
+    # Then it gets the recent and the running one, not the old one nor the other notebook's
     assert [r["run_id"] for r in answer["runs"]] == [running.info.run_id, recent.info.run_id]
     assert [r["status"] for r in answer["runs"]] == ["RUNNING", "FINISHED"]
 

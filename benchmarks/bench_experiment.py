@@ -15,14 +15,15 @@ from urllib.parse import quote
 
 import psutil
 
-from benchmarks.bench_gpu import TOKEN, _free_port, _percentile
+from benchmarks.bench_gpu import TOKEN, _percentile
+from benchmarks.bench_gpu import start_server as start_gpu_server
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "work/train.ipynb"
 #: Default poll intervals of the two panels (schema/experiment.json, schema/plugin.json), in seconds.
 EXPERIMENT_POLL_SECONDS, GPU_POLL_SECONDS = 5, 10
 #: Seconds of each measured window of server CPU.
-WINDOW_SECONDS = 30
+WINDOW_SECONDS = 60
 #: The server stops sampling GPUs this long after the last request to the GPU routes.
 IDLE_TIMEOUT_SECONDS = 15
 
@@ -32,7 +33,7 @@ def fill_store(home: Path, root: Path, runs: int, start_ms: int, running: bool) 
     newest one RUNNING when ``running``; written in a subprocess with the server's AIR_HOME."""
     code = f"""
 import os, time
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param
 from jupyter_air.tracking.store import client, ensure_experiment
 c = client()
 experiment = ensure_experiment("/Users/bench/train")
@@ -54,40 +55,20 @@ for i in range({runs}):
 
 
 def start_server(home: Path, root: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = {**os.environ, "AIR_HOME": str(home), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={TOKEN}",
-            "--ServerApp.open_browser=False",
-            "--ServerApp.allow_root=True",
-            f"--ServerApp.root_dir={root}",
-            "--JupyterAir.simulated_gpus=8",
-            "--JupyterAir.sample_interval_seconds=10",
-            f"--JupyterAir.idle_timeout_seconds={IDLE_TIMEOUT_SECONDS}",
-            "--ServerApp.log_level=WARN",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-    )
-    base = f"http://127.0.0.1:{port}/jupyter-air/"
+    """A Jupyter server on ``root`` with AIR_HOME ``home`` and 8 simulated GPUs sampled every 10 s."""
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    args = (f"--ServerApp.root_dir={root}", f"--JupyterAir.idle_timeout_seconds={IDLE_TIMEOUT_SECONDS}")
+    proc, url = start_gpu_server(8, 10, args, {**env, "AIR_HOME": str(home)})
+    base = url.removesuffix("gpu")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             asyncio.run(_get(base + "version"))
             return proc, base
-        except Exception:  # noqa: BLE001 - not listening yet
+        except OSError:  # listening, but the extension not loaded yet
             time.sleep(0.3)
     proc.kill()
-    raise RuntimeError("benchmark server did not start within 60 s")
+    raise RuntimeError("benchmark server did not answer within 60 s")
 
 
 async def _get(url: str) -> bytes:

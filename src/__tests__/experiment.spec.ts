@@ -386,6 +386,19 @@ describe('GPU status bar readout', () => {
     gpu.dispose();
   });
 
+  it('gives the GPU panel the newest samples at once when it opens while the readout polls', async () => {
+    const gpuServer = new FakeServer(1, 10_000);
+    gpuServer.addSamples(1);
+    const gpu = new GpuModel({ request: gpuServer.request });
+    gpu.setVisible(true, 'status-bar');
+    await advance(SECOND);
+    const before = gpuServer.calls.length;
+    gpu.setVisible(true);
+    await advance(0);
+    expect(gpuServer.calls.length).toBe(before + 1);
+    gpu.dispose();
+  });
+
   it('keeps the GPU model polling while shown, even with the GPU panel closed', async () => {
     const gpuServer = new FakeServer(1, 10_000);
     gpuServer.addSamples(1);

@@ -4,6 +4,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import type { Requester } from '../model';
+import { Inactivity, pollFrequency, RequestQueue } from '../polling';
 import { requestAPI, RequestError } from '../request';
 import {
   ACTIVE_JOB_STATUSES,
@@ -22,9 +23,6 @@ export type ExperimentState = 'idle' | 'loading' | 'live' | 'paused' | 'unavaila
 const PAGE_SIZE = 50;
 const CHANGES_LIMIT = 200;
 
-/** Longest wait between two attempts while the server keeps failing. */
-const MAX_BACKOFF_MS = 5 * 60 * 1000;
-
 /**
  * Holds the runs of the followed notebook and the `air` jobs; widgets subscribe to `changed`.
  *
@@ -40,7 +38,7 @@ export class ExperimentModel implements IDisposable {
     this._request = options.request ?? requestAPI;
     this._now = options.now ?? Date.now;
     this._settings = { ...DEFAULT_EXPERIMENT_SETTINGS, ...options.settings };
-    this._lastActivityMs = this._now();
+    this._inactivity = new Inactivity(this._now);
     this._poll = new Poll<void, RequestError, 'standby'>({
       auto: false,
       factory: () => this._tick(),
@@ -174,11 +172,10 @@ export class ExperimentModel implements IDisposable {
     }
     this._visible = visible;
     if (!visible) {
-      this._hiddenSinceMs = this._now();
+      this._inactivity.hidden();
       return;
     }
-    this._hiddenSinceMs = null;
-    this._lastActivityMs = this._now();
+    this._inactivity.shown();
     this._pausedAfterSeconds = null;
     void this._wake(true);
   }
@@ -195,7 +192,7 @@ export class ExperimentModel implements IDisposable {
 
   /** Record pointer or keyboard activity in the page. */
   notifyActivity(): void {
-    this._lastActivityMs = this._now();
+    this._inactivity.activity();
   }
 
   /** Reload the runs (first page) and the jobs now, resuming polling if paused. */
@@ -203,7 +200,7 @@ export class ExperimentModel implements IDisposable {
     if (this.isDisposed) {
       return;
     }
-    this._lastActivityMs = this._now();
+    this._inactivity.activity();
     const resumed = this._pausedAfterSeconds !== null;
     this._pausedAfterSeconds = null;
     if (resumed) {
@@ -252,15 +249,11 @@ export class ExperimentModel implements IDisposable {
   }
 
   private _frequency() {
-    const interval = this._settings.pollIntervalSeconds * 1000;
-    return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
+    return pollFrequency(this._settings.pollIntervalSeconds * 1000);
   }
 
   private _inactive(): boolean {
-    const now = this._now();
-    const timeoutMs = this._settings.inactivityTimeoutSeconds * 1000;
-    const hiddenTooLong = this._hiddenSinceMs !== null && now - this._hiddenSinceMs >= timeoutMs;
-    return hiddenTooLong || now - this._lastActivityMs >= timeoutMs;
+    return this._inactivity.expired(this._settings.inactivityTimeoutSeconds * 1000);
   }
 
   /** Schedule a poll now (`full`: reload the first page rather than ask for changes). */
@@ -303,9 +296,7 @@ export class ExperimentModel implements IDisposable {
 
   /** Run requests one after another, never two at once. */
   private _serialized(fn: () => Promise<void>): Promise<void> {
-    const run = this._inflight.then(fn, fn);
-    this._inflight = run.catch(() => undefined);
-    return run;
+    return this._queue.run(fn);
   }
 
   private async _get<T>(endpoint: string): Promise<T> {
@@ -388,13 +379,11 @@ export class ExperimentModel implements IDisposable {
   private _changed = new Signal<this, void>(this);
   private _error: RequestError | null = null;
   private _fullReload = true;
-  private _hiddenSinceMs: number | null = null;
-  private _inflight: Promise<void> = Promise.resolve();
+  private _inactivity: Inactivity;
   private _jobs: IJob[] = [];
   private _kernelBusy = false;
   /** The kernel has just become idle: one more read sees how its runs ended. */
   private _kernelSettled = false;
-  private _lastActivityMs: number;
   private _loaded = false;
   private _nextPageToken: string | null = null;
   private _notebookPath: string | null = null;
@@ -402,6 +391,7 @@ export class ExperimentModel implements IDisposable {
   private _pausedAfterSeconds: number | null = null;
   private _poll: Poll<void, RequestError, 'standby'>;
   private _polling = false;
+  private _queue = new RequestQueue();
   private _request: Requester;
   private _runs: IRun[] = [];
   private _runsPayload: IRunsPayload | null = null;

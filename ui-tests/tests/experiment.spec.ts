@@ -211,7 +211,7 @@ test.describe('Experiment panel', () => {
     const popup = page.context().waitForEvent('page');
     await label.click();
     const opened = await popup;
-    await opened.waitForURL(new RegExp(`/mlflow/#/experiments/\\d+/runs/${runId}$`), {
+    await opened.waitForURL(new RegExp(`/mlflow/#/experiments/\\d+/runs/${runId}`), {
       waitUntil: 'commit'
     });
     await opened.close();

@@ -11,6 +11,14 @@ from .handlers import (
     RunStopHandler,
     VersionHandler,
 )
+from .panel_handlers import (
+    JobCancelHandler,
+    JobHandler,
+    JobLogDownloadHandler,
+    JobLogsHandler,
+    JobsHandler,
+    RunsHandler,
+)
 
 NAMESPACE = "jupyter-air"
 
@@ -28,6 +36,12 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),
         (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
+        (f"/{NAMESPACE}/runs", RunsHandler),
+        (f"/{NAMESPACE}/jobs", JobsHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)", JobHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/logs", JobLogsHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/logs/download", JobLogDownloadHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/cancel", JobCancelHandler),
     ]
     if not allow_proxy_route:
         routes.append((r"/proxy/(.*)", ProxyRouteOffHandler))

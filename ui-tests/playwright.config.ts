@@ -1,6 +1,7 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
- * one server per GPU source (simulated, none), one without the server extension, and one for training runs.
+ * one server per GPU source (simulated, none), one without the server extension, one for training runs, and
+ * one for the Experiment panel.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as fs from 'fs';
@@ -44,6 +45,16 @@ const SERVERS = [
       JUPYTER_AIR_GPU_SOURCE: 'none',
       JUPYTER_AIR_UI_TOKEN: LINKS_TOKEN,
       AIR_HOME: LINKS_AIR_HOME
+    }
+  },
+  {
+    // The Experiment panel, the Logs view, runs on the GPU charts and the status bar: simulated GPUs
+    // so that the charts show; runs and jobs in a new temp folder.
+    name: 'experiment',
+    port: PORT_BASE + 5,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'simulated',
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
     }
   }
 ];

@@ -81,6 +81,24 @@ def links(experiment_id: str, run_id: str, for_page: bool | None = None, uri: st
     return Links(root + open_path("runs", run_id), root + open_path("experiments", experiment_id), origin)
 
 
+def page_links(base_url: str, experiment_id: str, run_id: str) -> Links:
+    """Links for this Jupyter server's own pages (its panels): the open routes under ``base_url`` for a local
+    store, the tracking server's UI for a remote one, ``NO_LINKS`` for a store no UI is known for."""
+    uri = tracking_uri()
+    if is_remote(uri) or not is_local(uri):
+        return links(experiment_id, run_id, for_page=True)
+    origin = "this Jupyter server"
+    return Links(base_url + open_path("runs", run_id), base_url + open_path("experiments", experiment_id), origin)
+
+
+def ui_root(base_url: str) -> str | None:
+    """Root of the MLflow UI that serves this server's store (ends in ``/``), None when none is known."""
+    uri = tracking_uri()
+    if is_remote(uri):
+        return uri.rstrip("/") + "/"
+    return base_url + PROXY_PATH if is_local(uri) else None
+
+
 def public_url(environ=None) -> tuple[str | None, str | None]:
     """The public address of this user's Jupyter server (ending in ``/``) and where it came from, if known.
 

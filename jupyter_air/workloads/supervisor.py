@@ -96,12 +96,14 @@ class Supervisor:
 
     def _attempt(self, job: Job, experiment_id: str, attempt: int, gpus: list[int]) -> Outcome:
         from jupyter_air.tracking.lifecycle import ManagedRun
+        from jupyter_air.tracking.naming import NODE_TAG, node_name
         from jupyter_air.tracking.store import tracking_uri
 
         spec = job.workload
         tags = {
             "air.job_run_id": self.job_run_id,
             "air.attempt": str(attempt),
+            NODE_TAG: node_name(),
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",

@@ -211,6 +211,6 @@ describe('requestStop', () => {
 
 describe('formatElapsed', () => {
   it('says durations as the Python side does', () => {
-    expect([4.25, 65, 7384].map(formatElapsed)).toEqual(['4.3s', '1m 05s', '2h 03m 04s']);
+    expect([4250, 65000, 7384000].map(formatElapsed)).toEqual(['4.3s', '1m 05s', '2h 03m 04s']);
   });
 });

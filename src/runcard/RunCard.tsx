@@ -29,7 +29,7 @@ export function RunCard(props: RunCard.IProps): JSX.Element {
         {trans.__('run')} <RunLink text={data.run.name} url={data.run.url} /> ·{' '}
         <span className="jp-Air-runCard-status">{statusLabel(data.status, trans)}</span> ·{' '}
         <span className="jp-Air-runCard-elapsed">
-          {formatElapsed((endMs - data.started_ms) / 1000)}
+          {formatElapsed(Math.max(0, endMs - data.started_ms))}
         </span>{' '}
         · {placement(data, trans)}
         {data.run.url ? null : (

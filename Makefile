@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo test test-py test-js test-ui lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo dist test test-py test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -19,7 +19,7 @@ $(PY):
 
 # Build tools for `--no-build-isolation` editable installs, then the project and its test extras.
 $(VENV)/.air-deps: pyproject.toml | $(PY)
-	$(PIP) install -q hatchling hatch-nodejs-version hatch-jupyter-builder editables 'jupyterlab>=4.6,<5'
+	$(PIP) install -q hatchling hatch-nodejs-version hatch-jupyter-builder editables build 'jupyterlab>=4.6,<5'
 	$(PIP) install -q $(TORCH)
 	touch $@
 
@@ -41,15 +41,23 @@ install: $(VENV)/.air-installed frontend
 run: install
 	jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
 
+# The examples folder, opened on its quickstart notebook, with the clearly labelled simulated GPUs.
 demo: install
-	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) $(LAB_ARGS)
+	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) --ServerApp.root_dir=examples \
+		--LabApp.default_url=/lab/tree/quickstart.ipynb $(LAB_ARGS)
 
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)
 
+# The wheel and sdist in dist/, the wheel carrying the production build of the JupyterLab extension.
+dist: install
+	rm -rf dist
+	jlpm build:prod
+	$(PY) -m build --no-isolation --outdir dist .
+
 # The linters first: a finding fails `make test` (and CI) before any suite runs.
 test: install chromium
-	$(MAKE) lint test-py test-js test-ui
+	$(MAKE) lint test-py test-js test-ui test-dist
 
 lint: lint-py lint-js
 
@@ -64,12 +72,15 @@ test-py:
 test-js:
 	jlpm test
 
+# Installs dist/'s wheel into a fresh venv outside the repository and checks it works there.
+test-dist: dist
+	$(PY) -m pytest -q -m dist
+
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).
 lint-js:
 	jlpm lint:check
 
 test-ui:
-	rm -rf ui-tests/.air-home
 	cd ui-tests && jlpm install && jlpm test
 
 # Ray Train is the baseline of bench_cluster; it is not a dependency of jupyter_air.

@@ -90,9 +90,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(gpus: int, interval: float) -> tuple[subprocess.Popen, str]:
+def start_server(
+    gpus: int, interval: float, args: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
+    """A Jupyter server with ``gpus`` simulated GPUs sampled every ``interval`` s (more ``args`` and ``env``)."""
     port = _free_port()
-    env = {**os.environ, "JUPYTER_AIR_GPU_SOURCE": "simulated"}
+    env = {**(os.environ if env is None else env), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -106,6 +109,7 @@ def start_server(gpus: int, interval: float) -> tuple[subprocess.Popen, str]:
             f"--JupyterAir.simulated_gpus={gpus}",
             f"--JupyterAir.sample_interval_seconds={interval}",
             "--ServerApp.log_level=WARN",
+            *args,
         ],
         env=env,
         stdout=subprocess.DEVNULL,

@@ -15,6 +15,7 @@ from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from .routes import handlers
+from .server_tasks import JobChecks, UiAutostart
 from .tracking.links import PUBLIC_URL_ENV
 
 
@@ -56,6 +57,14 @@ class JupyterAir(ExtensionApp):
         help="Number of GPUs the 'simulated' source reports (1-16).",
     )
 
+    mlflow_ui_autostart = Bool(
+        True,
+        config=True,
+        help="Start the embedded MLflow UI in the background as soon as its SQLite store exists (when the server "
+        "starts, or within a second of the first run creating it), so run links open at once. False starts "
+        "it on the first visit to {base_url}mlflow/ instead (10-20 s), saving its memory (about 200 MB) "
+        "until then.",
+    )
     public_url = Unicode(
         "",
         config=True,
@@ -123,7 +132,12 @@ class JupyterAir(ExtensionApp):
         )
         self.settings["jupyter_air_gpu"] = service
         self.sampler.start()
-        self._start_job_checks()
+        self._tasks = []
+        if self.job_check_interval_seconds > 0:
+            self._tasks.append(JobChecks(self.job_check_interval_seconds, self.log))
+        self._start_mlflow_ui()
+        for task in self._tasks:
+            task.start()
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
 
     def _cluster(self, kind: str, count: int) -> ClusterGpu | None:
@@ -141,48 +155,27 @@ class JupyterAir(ExtensionApp):
             address, kind, count, self.sample_interval_seconds, self.history_seconds, self.idle_timeout_seconds
         )
 
-    def _start_job_checks(self) -> None:
-        """Mark jobs whose supervisor died FAILED within seconds, even when no `air` command runs."""
-        if self.job_check_interval_seconds <= 0:
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        from tornado.ioloop import PeriodicCallback
-
-        from .home import air_home_path
-        from .workloads.control import reap_if_any
-
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
-        running = []
-
-        def check() -> None:
-            if running and not running[-1].done():
-                return  # the previous check (stopping a workload, uploading its logs) is still at work
-            running[:] = [executor.submit(self._reap, reap_if_any, air_home_path())]
-
-        self._job_checks = PeriodicCallback(check, self.job_check_interval_seconds * 1000)
-        self._job_checks.start()
-        self._job_executor = executor
-
-    def _reap(self, reap_if_any, home) -> None:
-        try:
-            for job_run_id in reap_if_any(home):
-                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
-        except Exception:
-            self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
-
-    def initialize_handlers(self) -> None:
-        from .tracking.proxy import socket_path
-        from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
+    def _start_mlflow_ui(self) -> None:
+        """The embedded MLflow UI of this server: on first use, or in the background once its store exists."""
+        from .tracking.proxy import socket_path, ui_environment
+        from .tracking.ui_process import MlflowUi
 
         self.mlflow_socket = socket_path()
+        self.mlflow_ui = MlflowUi(self.mlflow_socket, ui_environment(), self.log)
+        self.settings["jupyter_air_mlflow_ui"] = self.mlflow_ui
+        if self.mlflow_ui_autostart:
+            self._tasks.append(UiAutostart(self.mlflow_ui))
+
+    def initialize_handlers(self) -> None:
+        from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
+
         self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers(self.mlflow_socket))
 
     async def stop_extension(self) -> None:
         self.sampler.stop()
         if self.cluster is not None:
             self.cluster.close()
-        if getattr(self, "_job_checks", None) is not None:
-            self._job_checks.stop()
-            self._job_executor.shutdown(wait=True, cancel_futures=True)
+        for task in self._tasks:
+            task.stop()
+        await self.mlflow_ui.stop()
         shutil.rmtree(self.mlflow_socket.parent, ignore_errors=True)

@@ -108,6 +108,31 @@ class ExperimentOpenHandler(JupyterHandler):
         self.redirect(ui_target(self.base_url, experiment_id))
 
 
+class RunStopHandler(BaseHandler):
+    """``POST jupyter-air/runs/<run_id>/stop``: ask the kernel (or script) running the run to stop it.
+
+    The request is recorded for the running process to see (it never waits for a busy kernel); the run
+    then ends KILLED with every worker stopped. 409 when no live process of this user runs it.
+    """
+
+    @tornado.web.authenticated
+    async def post(self, run_id: str) -> None:
+        from .tracking.stops import request_stop
+
+        try:
+            requested = await IOLoop.current().run_in_executor(None, request_stop, run_id)
+        except ValueError as exc:
+            raise tornado.web.HTTPError(400, "%s", str(exc)) from None
+        if not requested:
+            raise tornado.web.HTTPError(
+                409,
+                "Run %s is not running in a kernel or script of this server's user on this machine (it has "
+                "ended, or runs elsewhere): there is nothing to stop.",
+                run_id,
+            )
+        self.finish(json.dumps({"run_id": run_id, "stop_requested": True}))
+
+
 class ProxyRouteOffHandler(BaseHandler):
     """Answers jupyter-server-proxy's generic ``/proxy/<port>/`` route while it is turned off."""
 

@@ -82,9 +82,11 @@ class AirMagics(Magics):
 
         The run ends FINISHED, or FAILED when the cell raises (the exception still propagates).
         """
+        from jupyter_air import warmup
         from jupyter_air.training.cell import register_source, run_cell_here
         from jupyter_air.training.tracked import active_in_kernel, tracked_run
 
+        warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         options = _options(parse_argstring(self.air_run, line))
         source = self.shell.transform_cell(cell)
         filename = register_source(source, "air_run")
@@ -110,8 +112,11 @@ class AirMagics(Magics):
 
 
 def load_ipython_extension(ip) -> None:
-    """Register the magics (``%load_ext jupyter_air``)."""
+    """Register the magics (``%load_ext jupyter_air``) and prepare MLflow in the background."""
+    from jupyter_air.warmup import warm_up
+
     ip.register_magics(AirMagics)
+    warm_up("tracking")
 
 
 def unload_ipython_extension(ip) -> None:

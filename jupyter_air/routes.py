@@ -8,7 +8,16 @@ from .handlers import (
     GpuRefreshHandler,
     ProxyRouteOffHandler,
     RunOpenHandler,
+    RunStopHandler,
     VersionHandler,
+)
+from .panel_handlers import (
+    JobCancelHandler,
+    JobHandler,
+    JobLogDownloadHandler,
+    JobLogsHandler,
+    JobsHandler,
+    RunsHandler,
 )
 
 NAMESPACE = "jupyter-air"
@@ -25,7 +34,14 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
+        (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),
         (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
+        (f"/{NAMESPACE}/runs", RunsHandler),
+        (f"/{NAMESPACE}/jobs", JobsHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)", JobHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/logs", JobLogsHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/logs/download", JobLogDownloadHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/cancel", JobCancelHandler),
     ]
     if not allow_proxy_route:
         routes.append((r"/proxy/(.*)", ProxyRouteOffHandler))

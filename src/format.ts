@@ -40,3 +40,21 @@ export function formatClock(epochMs: number | null): string {
   }
   return new Date(epochMs).toLocaleTimeString([], { hour12: false });
 }
+
+/** `4.2s`, `1m 05s`, `2h 03m 04s` (as the cell output and the `air` command write it); `–` if unknown. */
+export function formatElapsed(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms) || ms < 0) {
+    return '–';
+  }
+  const seconds = ms / 1000;
+  if (seconds < 60) {
+    return `${seconds.toFixed(1)}s`;
+  }
+  const whole = Math.floor(seconds);
+  const hours = Math.floor(whole / 3600);
+  const minutes = Math.floor((whole % 3600) / 60);
+  const secs = String(whole % 60).padStart(2, '0');
+  return hours > 0
+    ? `${hours}h ${String(minutes).padStart(2, '0')}m ${secs}s`
+    : `${minutes}m ${secs}s`;
+}

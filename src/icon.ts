@@ -1,4 +1,4 @@
-/** The GPU icon of the sidebar tab. */
+/** The icons of jupyter_air's sidebar tabs. */
 import { LabIcon } from '@jupyterlab/ui-components';
 
 const svgstr = `<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">
@@ -8,3 +8,15 @@ const svgstr = `<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 
 </svg>`;
 
 export const gpuIcon = new LabIcon({ name: 'jupyter-air:gpu', svgstr });
+
+const experimentSvg = `<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">
+  <g class="jp-icon3" fill="#616161">
+    <path fill-rule="evenodd" d="M9 2h6v2h-1v5.2l5.6 9.3A2 2 0 0 1 17.9 21H6.1a2 2 0 0 1-1.7-2.5L10 9.2V4H9zm3 8.3L8.6 16h6.8z"/>
+  </g>
+</svg>`;
+
+/** The flask of the Experiment panel's tab. */
+export const experimentIcon = new LabIcon({
+  name: 'jupyter-air:experiment',
+  svgstr: experimentSvg
+});

@@ -1,16 +1,22 @@
-/** Entry point: the GPU resources panel in JupyterLab's right sidebar. */
+/** Entry points: the GPU resources panel (right sidebar), the Experiment panel (left), the status bar readout and the run card's widget view. */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { trackActivity } from './activity';
+
+import { experimentPlugin, statusBarPlugin } from './experiment/plugin';
+// The GPU panel's run timeline is created with the panel during activation.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { RunTimeline } from './experiment/timeline';
 import { gpuIcon } from './icon';
 // The sidebar panel and its model are created during activation (the layout restorer needs the
 // widget at once), so a lazy import would not load them any later.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuModel } from './model';
-import { CommandIDs, DEFAULT_SETTINGS, IGpuSettings, PLUGIN_ID } from './tokens';
+import { runCardPlugin } from './runcard/plugin';
+import { CommandIDs, DEFAULT_SETTINGS, IGpuModel, IGpuSettings, PLUGIN_ID } from './tokens';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuPanelWidget } from './widget';
 
@@ -29,10 +35,11 @@ function readSettings(settings: ISettingRegistry.ISettings): IGpuSettings {
   };
 }
 
-const plugin: JupyterFrontEndPlugin<void> = {
+const plugin: JupyterFrontEndPlugin<GpuModel> = {
   id: PLUGIN_ID,
   description: 'Live GPU utilization, memory, temperature and processes in the right sidebar.',
   autoStart: true,
+  provides: IGpuModel,
   optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry, IThemeManager, ITranslator],
   activate: async (
     app: JupyterFrontEnd,
@@ -47,7 +54,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const widget = new GpuPanelWidget({
       model,
       onOpenPath: path => void app.commands.execute('docmanager:open', { path }),
-      trans
+      trans,
+      timeline: new RunTimeline({ gpu: model })
     });
     widget.title.icon = gpuIcon;
     widget.title.caption = trans.__('GPU resources');
@@ -90,7 +98,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         console.error(`jupyter-air: could not load settings of ${PLUGIN_ID}.`, reason);
       }
     }
+    return model;
   }
 };
 
-export default plugin;
+export default [plugin, experimentPlugin, statusBarPlugin, runCardPlugin];

@@ -4,6 +4,7 @@ import { Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { appendPayload, capHistory, emptyHistory, IGpuHistory, newestTimestamp } from './history';
+import { Inactivity, pollFrequency, RequestQueue } from './polling';
 import { requestAPI, RequestError } from './request';
 import {
   DEFAULT_SETTINGS,
@@ -21,9 +22,6 @@ export type GpuState = 'loading' | 'live' | 'paused' | 'no-gpu' | 'unavailable' 
 
 /** The request seam: `requestAPI` in the application, a fake in unit tests. */
 export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
-
-/** Longest wait between two attempts while the server keeps failing. */
-const MAX_BACKOFF_MS = 5 * 60 * 1000;
 
 /** Samples further apart than this many sampling intervals show as a break in the charts. */
 const GAP_INTERVALS = 2.5;
@@ -46,7 +44,7 @@ export class GpuModel implements IDisposable {
     this._frontendVersion = options.frontendVersion ?? FRONTEND_VERSION;
     this._now = options.now ?? Date.now;
     this._settings = { ...DEFAULT_SETTINGS, ...options.settings };
-    this._lastActivityMs = this._now();
+    this._inactivity = new Inactivity(this._now);
     this._poll = new Poll<void, RequestError, 'standby'>({
       auto: false,
       factory: () => this._tick(),
@@ -221,7 +219,7 @@ export class GpuModel implements IDisposable {
       return Promise.resolve();
     }
     this._started = true;
-    this._lastActivityMs = this._now();
+    this._inactivity.activity();
     this._checkVersion();
     return this._poll.start();
   }
@@ -231,9 +229,10 @@ export class GpuModel implements IDisposable {
     if (this.isDisposed) {
       return;
     }
-    this._lastActivityMs = this._now();
-    if (this._visible) {
-      this._hiddenSinceMs = null;
+    if (this._viewers.size > 0) {
+      this._inactivity.shown();
+    } else {
+      this._inactivity.activity();
     }
     this._refreshRequested = true;
     this._started = true;
@@ -253,26 +252,39 @@ export class GpuModel implements IDisposable {
 
   /** Record pointer or keyboard activity in the page. */
   notifyActivity(): void {
-    this._lastActivityMs = this._now();
+    this._inactivity.activity();
   }
 
-  /** Tell the model whether the panel is visible; showing a paused panel resumes polling. */
-  setVisible(visible: boolean): void {
-    if (visible === this._visible) {
+  /**
+   * Tell the model whether a view of it is visible (`viewer`: the panel, the status bar item);
+   * polling goes on while any is. Showing one while paused resumes polling.
+   */
+  setVisible(visible: boolean, viewer = 'panel'): void {
+    if (visible === this._viewers.has(viewer)) {
       return;
     }
-    this._visible = visible;
     if (!visible) {
-      this._hiddenSinceMs = this._now();
+      this._viewers.delete(viewer);
+      if (this._viewers.size === 0) {
+        this._inactivity.hidden();
+      }
       return;
     }
-    this._hiddenSinceMs = null;
-    this._lastActivityMs = this._now();
+    this._viewers.add(viewer);
+    this._inactivity.shown();
     if (!this._started) {
       void this.start();
     } else if (this.paused) {
       void this.refresh();
+    } else {
+      // Already polling for another view: the one just shown gets the newest samples now.
+      void this._poll.refresh();
     }
+  }
+
+  /** Whether the view `viewer` (default: the panel) is visible. */
+  isVisibleTo(viewer = 'panel'): boolean {
+    return this._viewers.has(viewer);
   }
 
   dispose(): void {
@@ -284,15 +296,11 @@ export class GpuModel implements IDisposable {
   }
 
   private _frequency() {
-    const interval = this.pollIntervalMs;
-    return { backoff: true, interval, max: Math.max(interval, MAX_BACKOFF_MS) };
+    return pollFrequency(this.pollIntervalMs);
   }
 
   private _inactive(): boolean {
-    const now = this._now();
-    const timeoutMs = this._settings.inactivityTimeoutSeconds * 1000;
-    const hiddenTooLong = this._hiddenSinceMs !== null && now - this._hiddenSinceMs >= timeoutMs;
-    return hiddenTooLong || now - this._lastActivityMs >= timeoutMs;
+    return this._inactivity.expired(this._settings.inactivityTimeoutSeconds * 1000);
   }
 
   /** The poll's factory: pause when inactive, otherwise fetch and merge. */
@@ -337,9 +345,7 @@ export class GpuModel implements IDisposable {
 
   /** Run requests one after another, never two at once. */
   private _serialized(fn: () => Promise<void>): Promise<void> {
-    const run = this._inflight.then(fn, fn);
-    this._inflight = run.catch(() => undefined);
-    return run;
+    return this._queue.run(fn);
   }
 
   private async _fetch(refresh: boolean): Promise<void> {
@@ -398,15 +404,14 @@ export class GpuModel implements IDisposable {
   private _changed = new Signal<this, void>(this);
   private _error: RequestError | null = null;
   private _frontendVersion: string;
-  private _hiddenSinceMs: number | null = null;
   private _history: IGpuHistory = emptyHistory(0);
-  private _inflight: Promise<void> = Promise.resolve();
+  private _inactivity: Inactivity;
   private _nodes: INodeSummary[] = [];
-  private _lastActivityMs: number;
   private _now: () => number;
   private _pausedAfterSeconds: number | null = null;
   private _payload: IGpuPayload | null = null;
   private _poll: Poll<void, RequestError, 'standby'>;
+  private _queue = new RequestQueue();
   private _refreshRequested = false;
   private _request: Requester;
   private _retryInMs: number | null = null;
@@ -415,7 +420,7 @@ export class GpuModel implements IDisposable {
   private _settings: IGpuSettings;
   private _started = false;
   private _versionRequested = false;
-  private _visible = false;
+  private _viewers = new Set<string>();
 }
 
 export namespace GpuModel {

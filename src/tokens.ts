@@ -1,4 +1,7 @@
 /** Shared identifiers, settings and the REST payload types of the GPU resources panel. */
+import { Token } from '@lumino/coreutils';
+
+import type { GpuModel } from './model';
 
 /** Plugin, command and widget identifiers. */
 export const PLUGIN_ID = 'jupyter-air:plugin';
@@ -8,6 +11,12 @@ export namespace CommandIDs {
   export const openGpuPanel = 'jupyter-air:open-gpu-panel';
   export const refreshGpuPanel = 'jupyter-air:refresh-gpu-panel';
 }
+
+/** The GPU model of the page, provided by the GPU panel's plugin to the status bar readout. */
+export const IGpuModel = new Token<GpuModel>(
+  'jupyter-air:IGpuModel',
+  'The GPU model that polls the server for the GPU panel; views read it, never fetch.'
+);
 
 /** User settings of the panel (see schema/plugin.json). */
 export interface IGpuSettings {

@@ -5,6 +5,7 @@ import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
 import { GpuPanel } from './components/GpuPanel';
+import type { RunTimeline } from './experiment/timeline';
 import { GpuModel } from './model';
 import { PANEL_ID } from './tokens';
 
@@ -14,9 +15,11 @@ export class GpuPanelWidget extends ReactWidget {
     this.model = options.model;
     this._onOpenPath = options.onOpenPath;
     this._trans = options.trans;
+    this._timeline = options.timeline ?? null;
     this.id = PANEL_ID;
     this.addClass('jp-Air-panel');
     this.model.changed.connect(this._onModelChanged, this);
+    this._timeline?.changed.connect(this._onModelChanged, this);
   }
 
   readonly model: GpuModel;
@@ -32,6 +35,7 @@ export class GpuPanelWidget extends ReactWidget {
       return;
     }
     this.model.changed.disconnect(this._onModelChanged, this);
+    this._timeline?.changed.disconnect(this._onModelChanged, this);
     super.dispose();
   }
 
@@ -44,6 +48,8 @@ export class GpuPanelWidget extends ReactWidget {
         onOpenPath={this._onOpenPath}
         trans={this._trans}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        runs={this._timeline?.runs}
+        onOpenRun={run => run.url && window.open(run.url, '_blank', 'noopener')}
       />
     );
   }
@@ -66,6 +72,7 @@ export class GpuPanelWidget extends ReactWidget {
   private _onOpenPath: (path: string) => void;
   private _revision = 0;
   private _themeKey = 0;
+  private _timeline: RunTimeline | null;
   private _trans: TranslationBundle;
 }
 
@@ -75,5 +82,7 @@ export namespace GpuPanelWidget {
     onOpenPath: (path: string) => void;
     /** The strings of the panel, in the user's language. */
     trans: TranslationBundle;
+    /** Runs to shade on the charts. */
+    timeline?: RunTimeline;
   }
 }

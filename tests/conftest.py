@@ -12,6 +12,15 @@ from fake_pynvml import FakeGpu, FakeNvml
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def temp_working_directory(tmp_path_factory):
+    """Run every test from a temp folder: what a library writes relative to the working directory (MLflow's
+    default ./mlruns for experiments created without an artifact location) never lands in the repository."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path_factory.mktemp("cwd"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def restore_gpu_source_environment(monkeypatch):
     """A Jupyter server exports its GPU source, public URL and Ray address to its kernels through the environment:
@@ -59,7 +68,12 @@ def fake_nvml(monkeypatch, fake_gpus, nvml_init_error, gpu_source_env) -> FakeNv
 @pytest.fixture
 def air_config() -> dict:
     """``c.JupyterAir`` settings for the test server; fast enough for tests."""
-    return {"sample_interval_seconds": 0.05, "idle_timeout_seconds": 60, "gpu_source": "nvml"}
+    return {
+        "sample_interval_seconds": 0.05,
+        "idle_timeout_seconds": 60,
+        "gpu_source": "nvml",
+        "mlflow_ui_autostart": False,
+    }
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ async def test_every_route_loads_with_authentication_enforced(jp_fetch, jp_serve
     version = await jp_fetch("jupyter-air", "version")
     gpu = await jp_fetch("jupyter-air", "gpu")
     refresh = await jp_fetch("jupyter-air", "gpu", "refresh", method="POST", body=b"")
+    jobs = await jp_fetch("jupyter-air", "jobs")
     # Then each exists (the extension loaded, so every handler verb is authenticated)
     assert json.loads(version.body)["version"]
-    assert gpu.code == refresh.code == 200
+    assert gpu.code == refresh.code == jobs.code == 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 
 import pytest
@@ -268,3 +269,12 @@ async def test_a_node_is_a_404_without_a_cluster(jp_fetch):
     # Then the answer is 404 saying how to watch a cluster, and the payload of the plain route has no node list
     assert caught.value.code == 404
     assert "c.JupyterAir.ray_address" in json.loads(caught.value.response.body)["message"]
+
+
+@pytest.mark.parametrize("air_config", [{"gpu_source": "simulated", "simulated_gpus": 3}])
+async def test_the_server_passes_its_gpu_source_to_its_kernels_and_terminals(gpu):
+    # Given a server configured (not through the environment) for 3 simulated GPUs
+    payload = await gpu()
+    assert payload["source"] == "simulated" and len(payload["devices"]) == 3
+    # Then the environment its kernels and terminals inherit says the same, so %air_gpu and air agree
+    assert os.environ["JUPYTER_AIR_GPU_SOURCE"] == "simulated" and os.environ["JUPYTER_AIR_SIMULATED_GPUS"] == "3"

@@ -10,11 +10,11 @@ def test_import_does_not_load_heavy_modules():
     # Given a fresh interpreter
     code = (
         "import sys, jupyter_air, jupyter_air.extension; "
-        "print(sorted(m for m in ('mlflow', 'torch', 'pynvml', 'ray') if m in sys.modules))"
+        "print(sorted(m for m in ('mlflow', 'torch', 'pynvml', 'ray', 'ipywidgets') if m in sys.modules))"
     )
     # When the package and the server extension are imported
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    # Then neither MLflow, torch, NVML nor Ray was imported
+    # Then neither MLflow, torch, NVML, Ray nor ipywidgets was imported
     assert out.strip() == "[]"
 
 

@@ -16,6 +16,11 @@ c.ServerApp.allow_root = True  # noqa: F821
 c.JupyterAir.simulated_gpus = 2  # noqa: F821
 c.JupyterAir.sample_interval_seconds = 2  # noqa: F821
 
+# JUPYTER_AIR_UI_TOKEN turns Jupyter's login back on (Galata turns it off), for the test of links that a
+# logged-out browser opens.
+if os.environ.get("JUPYTER_AIR_UI_TOKEN"):
+    c.IdentityProvider.token = os.environ["JUPYTER_AIR_UI_TOKEN"]  # noqa: F821
+
 # JUPYTER_AIR_UI_SERVER_EXTENSION=off runs JupyterLab with the frontend but without the server
 # extension, as on a server where the Python package is missing.
 c.ServerApp.jpserver_extensions = {  # noqa: F821

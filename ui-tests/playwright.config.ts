@@ -1,9 +1,11 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
  * one server per GPU source (simulated, none), one without the server extension, one for training runs,
- * and one watching a Ray cluster on loopback.
+ * one with Jupyter's login on, one for the Experiment panel and one watching a Ray cluster on loopback.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 
 // Galata's base configuration is a CommonJS `module.exports` without typings, so it cannot be imported.
@@ -13,6 +15,10 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // The servers listen on consecutive ports from JUPYTER_AIR_UI_PORT_BASE (default 8891), so two checkouts
 // can run their browser tests side by side.
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
+
+/** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
+export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
+export const LINKS_TOKEN = 'links-test-token';
 
 /** One JupyterLab server per project; `command` replaces `jlpm start`. */
 const SERVERS: { name: string; port: number; env: Record<string, string>; command?: string }[] = [
@@ -24,19 +30,38 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
     env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
   },
   {
-    // Notebooks that train with @distributed; MLflow's embedded store lives in ui-tests/.air-home
-    // (emptied by `make test-ui`).
+    // Notebooks that train with @distributed; MLflow's embedded store lives in a new temp folder.
     name: 'training',
     port: PORT_BASE + 3,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
-      AIR_HOME: path.join(__dirname, '.air-home')
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+    }
+  },
+  {
+    // Jupyter's login on: a run link opened by a logged-out browser.
+    name: 'links',
+    port: PORT_BASE + 4,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'none',
+      JUPYTER_AIR_UI_TOKEN: LINKS_TOKEN,
+      AIR_HOME: LINKS_AIR_HOME
+    }
+  },
+  {
+    // The Experiment panel, the Logs view, runs on the GPU charts and the status bar: simulated GPUs
+    // so that the charts show; runs and jobs in a new temp folder.
+    name: 'experiment',
+    port: PORT_BASE + 5,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'simulated',
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
     }
   },
   {
     // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).
     name: 'cluster',
-    port: PORT_BASE + 4,
+    port: PORT_BASE + 6,
     command: 'jlpm start:cluster',
     env: {}
   }
@@ -69,7 +94,8 @@ const config: PlaywrightTestConfig = {
   },
   projects: SERVERS.map(server => ({
     name: server.name,
-    testMatch: `${server.name}.spec.ts`,
+    // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
+    testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
     use: { baseURL: `http://localhost:${server.port}` }
   })),
   webServer: SERVERS.map(server => ({

@@ -59,9 +59,16 @@ def run(args: argparse.Namespace) -> int:
     elif compute.num_accelerators or compute.accelerator_type:
         from jupyter_air.workloads.gpus import check_compute, node_gpus
 
-        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node_gpus())
+        node = node_gpus()
+        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
         if problem:
             raise CliError(f"invalid workload {args.file}:\n  {problem}", code=2)
+        if node.source == "simulated":
+            print(
+                "note: GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): "
+                "not real hardware",
+                file=sys.stderr,
+            )
     if args.dry_run:
         if args.output == "json":
             output.print_json({"dry_run": True, "workload": spec})
@@ -131,8 +138,22 @@ def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def _fresh_links(job: Job) -> str | None:
+    """Give each attempt the link that opens its run now (the server may have moved since it started);
+    returns where the links come from."""
+    from jupyter_air.tracking.links import links
+
+    origin = None
+    for attempt in job.attempts:
+        if attempt.mlflow_run_id and job.experiment_id:
+            found = links(job.experiment_id, attempt.mlflow_run_id, for_page=False, uri=job.tracking_uri)
+            attempt.mlflow_run_url, origin = found.run, found.origin or origin
+    return origin
+
+
 def get(store: JobStore, args: argparse.Namespace) -> int:
     job = _job(store, args.job_run_id)
+    origin = _fresh_links(job)
     if args.output == "json":
         output.print_json(output.job_detail(job))
         return 0
@@ -153,7 +174,9 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("Error", job.error or "-"),
             ("Command", spec["command"]),
             ("Working directory", spec["code_source"]["root_path"]),
+            ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),
+            ("MLflow links", f"from {origin}" if origin else "none: no MLflow UI serving this store is known"),
         ]
     )
     if job.attempts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -63,7 +64,8 @@ def print_json(data: Any, compact: bool = False) -> None:
 
 
 def is_terminal() -> bool:
-    return sys.stdout.isatty()
+    """A person's terminal: not a pipe, and not a notebook's `!air ...` (a kernel's pseudo-terminal, shown as text)."""
+    return sys.stdout.isatty() and "JPY_PARENT_PID" not in os.environ
 
 
 def clock(ms: int | None) -> str:

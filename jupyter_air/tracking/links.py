@@ -42,19 +42,26 @@ def open_path(kind: str, ident: str) -> str:
     return f"{NAMESPACE}/{kind}/{quote(str(ident), safe='')}/open"
 
 
+#: MLflow 3's UI opens in its GenAI view unless told otherwise; runs of jupyter_air are model training.
+_MODEL_TRAINING_VIEW = "?workflowType=machine_learning"
+
+
 def ui_fragment(experiment_id: str, run_id: str | None = None) -> str:
-    """The MLflow UI's client-side route of an experiment or of one of its runs."""
+    """The MLflow UI's client-side route of an experiment or of one of its runs, in its model-training view."""
     fragment = f"#/experiments/{quote(str(experiment_id), safe='')}"
-    return f"{fragment}/runs/{quote(str(run_id), safe='')}" if run_id else fragment
+    if run_id:
+        fragment += f"/runs/{quote(str(run_id), safe='')}"
+    return fragment + _MODEL_TRAINING_VIEW
 
 
-def links(experiment_id: str, run_id: str, for_page: bool | None = None) -> Links:
+def links(experiment_id: str, run_id: str, for_page: bool | None = None, uri: str | None = None) -> Links:
     """Links to open the run and its experiment, or ``NO_LINKS`` when no UI serving this store is known.
 
     ``for_page``: shown in the Jupyter page itself (a kernel's cell output), where a path on the page's own
     origin works; otherwise (a terminal, a script) a full URL. Default: whether this is a Jupyter kernel.
+    ``uri``: the run's tracking store (default this process's).
     """
-    uri = tracking_uri()
+    uri = uri or tracking_uri()
     if is_remote(uri):
         root = uri.rstrip("/")
         return Links(
@@ -68,10 +75,28 @@ def links(experiment_id: str, run_id: str, for_page: bool | None = None) -> Link
         from jupyter_air.notebook_links import in_jupyter_kernel
 
         for_page = in_jupyter_kernel()
-    root, origin = _server_root(for_page)
+    root, origin = _server_root(for_page, uri)
     if root is None:
         return NO_LINKS
     return Links(root + open_path("runs", run_id), root + open_path("experiments", experiment_id), origin)
+
+
+def page_links(base_url: str, experiment_id: str, run_id: str) -> Links:
+    """Links for this Jupyter server's own pages (its panels): the open routes under ``base_url`` for a local
+    store, the tracking server's UI for a remote one, ``NO_LINKS`` for a store no UI is known for."""
+    uri = tracking_uri()
+    if is_remote(uri) or not is_local(uri):
+        return links(experiment_id, run_id, for_page=True)
+    origin = "this Jupyter server"
+    return Links(base_url + open_path("runs", run_id), base_url + open_path("experiments", experiment_id), origin)
+
+
+def ui_root(base_url: str) -> str | None:
+    """Root of the MLflow UI that serves this server's store (ends in ``/``), None when none is known."""
+    uri = tracking_uri()
+    if is_remote(uri):
+        return uri.rstrip("/") + "/"
+    return base_url + PROXY_PATH if is_local(uri) else None
 
 
 def public_url(environ=None) -> tuple[str | None, str | None]:
@@ -90,19 +115,19 @@ def public_url(environ=None) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _server_root(for_page: bool) -> tuple[str | None, str | None]:
+def _server_root(for_page: bool, uri: str) -> tuple[str | None, str | None]:
     """The base every link starts with, and where it came from: the page's base path for a kernel of the
     server, else the public URL, else the address in the server's runtime file."""
     servers = _running_servers()
     parent = _parent_server(servers)
-    if parent is not None and not _same_store(int(parent["pid"])):
+    if parent is not None and not _same_store(int(parent["pid"]), uri):
         return None, None  # a kernel on another store than its server's UI: a link would open the wrong runs
     if for_page and parent is not None:
         return parent.get("base_url", "/"), "this Jupyter server"
     public, origin = public_url()
     if public is not None:
         return public, origin
-    server = parent or next((s for s in servers if _same_store(int(s["pid"]))), None)
+    server = parent or next((s for s in servers if _same_store(int(s["pid"]), uri)), None)
     if server is None:
         return None, None
     return server["url"].rstrip("/") + "/", f"the Jupyter server's runtime file; set {PUBLIC_URL_ENV} to change it"
@@ -157,10 +182,10 @@ def _parent_server(servers: list[dict]) -> dict | None:
     return next((by_pid[p.pid] for p in ancestors if p.pid in by_pid), None)
 
 
-def _same_store(server_pid: int) -> bool:
-    """True when the Jupyter server ``server_pid`` resolves the same tracking URI as this process."""
+def _same_store(server_pid: int, uri: str) -> bool:
+    """True when the Jupyter server ``server_pid`` serves the tracking store ``uri``."""
     try:
         server_env = psutil.Process(server_pid).environ()
     except psutil.Error:
         return True  # Unreadable (another user's process): assume the documented default.
-    return tracking_uri(server_env) == tracking_uri()
+    return tracking_uri(server_env) == uri

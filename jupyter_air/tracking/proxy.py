@@ -7,7 +7,7 @@ the only way in.
 
 from __future__ import annotations
 
-import sys
+import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -28,21 +28,23 @@ def socket_path() -> Path:
 
 
 def mlflow_server(socket: Path) -> dict:
-    """The server-proxy spec: an MLflow UI on ``socket``, started on first use, reading this server's store.
+    """The server-proxy spec: the MLflow UI listening on ``socket`` (the process is ``ui_process.MlflowUi``'s).
 
     Host is set to loopback and Origin cleared, so MLflow's own host and origin checks accept
     requests that came through Jupyter whatever host name the browser used; those requests pass
     Jupyter's origin check instead (``proxy_handler``).
     """
     return {
-        "command": [sys.executable, "-m", "jupyter_air.tracking.ui_server", "{unix_socket}"],
         "unix_socket": str(socket),
-        # The UI needs no background job runner (a handful of extra processes used by GenAI features).
-        "environment": {"AIR_HOME": str(air_home()), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
-        "timeout": STARTUP_TIMEOUT_SECONDS,
         "absolute_url": False,
         "request_headers_override": {"Host": "localhost", "Origin": ""},
     }
+
+
+def ui_environment() -> dict[str, str]:
+    """Environment of the UI process: this server's AIR_HOME, and no GenAI background job runner (a handful of
+    extra processes the UI does not need)."""
+    return {**os.environ, "AIR_HOME": str(air_home()), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def mlflow_launcher() -> dict:

@@ -11,6 +11,7 @@ from jupyter_server_proxy.handlers import AddSlashHandler
 from tornado import web
 
 from .proxy import PROXY_NAME, mlflow_server
+from .ui_process import MlflowUiUnavailable
 
 #: Methods a cross-site page may send: they read, so the same-origin policy already keeps their answers private.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -33,6 +34,10 @@ def mlflow_handlers(socket: Path) -> list[tuple]:
             await super().prepare(*args, **kwargs)
             if self.request.method not in SAFE_METHODS and not self.check_origin():
                 raise web.HTTPError(403, "Blocking cross-origin %s to the MLflow UI", self.request.method)
+            try:
+                await self.settings["jupyter_air_mlflow_ui"].ensure_running()  # started on first use
+            except MlflowUiUnavailable as err:
+                raise web.HTTPError(503, str(err)) from None
 
         def proxy_request_headers(self):
             headers = super().proxy_request_headers()

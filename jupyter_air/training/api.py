@@ -10,11 +10,11 @@ import time
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.training import runs
 from jupyter_air.training.cluster_call import ClusterCall
-from jupyter_air.training.errors import DistributedError, DistributedTimeout
+from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
 from jupyter_air.training.launch import Call, call_context, pack, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
-from jupyter_air.training.tracked import TrackedRun, quiet_launcher_logs
+from jupyter_air.training.tracked import STOPPED, TrackedRun, quiet_launcher_logs
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1
@@ -27,8 +27,9 @@ def _wait(call: Call | ClusterCall, tail: RankLogTail, run: TrackedRun, timeout:
     watched = 0.0
     while call.running:
         call.join(_POLL_SECONDS)
-        tail.pump()
-        run.tick()
+        run.show_lines(tail.pump())
+        if run.stop_requested():
+            raise CallStopped(STOPPED)  # the caller stops every process, as for an interrupt
         if time.monotonic() - watched >= _WATCH_SECONDS:
             call.watch()
             watched = time.monotonic()
@@ -51,6 +52,9 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
+    from jupyter_air import warmup
+
+    warmup.wait("tracking")  # never import MLflow beside the warm-up thread
     tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
     params = runs.call_params(function, args, kwargs) if params is None else params
     call = _prepare(function, args, kwargs, options, tags)  # fails here, before any run exists, if it cannot travel
@@ -84,11 +88,15 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
         with quiet_launcher_logs() if here else contextlib.nullcontext():
             try:
                 call.start()  # the ranks start while their run is created, then wait for its id
-                tail = RankLogTail([f for files in call.log_files().values() for f in files])
+                tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
+                tags = tags if here else {**tags, **call.tags}
                 run = TrackedRun(
                     experiment=options.experiment,
                     run_name=options.run_name,
-                    tags=tags if here else {**tags, **call.tags},
+                    tags=tags,
+                    world_size=int(tags["air.world_size"]),
+                    gpus=int(tags["air.gpus"]) // call.nodes,
+                    nodes=call.nodes,
                 )
                 call.release(runs.worker_environment(run.run))
                 # Each node of a cluster call samples itself into the run (system/node_<n>/...).
@@ -101,6 +109,9 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
         if run is not None:
             _keep_logs(tail, run, call)
             run.finish_for(exc)
+        if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
+            where = "and the run marked KILLED" if run is not None else "before its run was created"
+            raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None
         raise
     _keep_logs(tail, run, call)
     run.finish_for(None)
@@ -108,9 +119,9 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
 
 
 def _keep_logs(tail: RankLogTail, run: TrackedRun, call: Call | ClusterCall) -> None:
-    tail.pump(final=True)
+    run.show_lines(tail.pump(final=True))
     for folder, files in call.log_files().items():
-        run.run.upload([path for _, path in files], folder)
+        run.run.upload(list(files.values()), folder)
 
 
 class DistributedFunction:
@@ -139,6 +150,9 @@ def distributed(function=None, **options):
     spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``).
     """
     run_options = RunOptions.of(options)
+    from jupyter_air.warmup import warm_up
+
+    warm_up("tracking", "launcher")  # in the background: the first call then starts at once
     if function is None:
         return lambda fn: DistributedFunction(fn, run_options)
     return DistributedFunction(function, run_options)

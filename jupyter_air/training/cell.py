@@ -8,6 +8,7 @@ import itertools
 import linecache
 import os
 import re
+import types
 
 #: Names IPython puts in the user namespace that mean nothing in a worker (plus its output history).
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
@@ -67,6 +68,16 @@ def unpicklable(namespace: dict) -> dict[str, str]:
     return bad
 
 
+def created_by_cell(value) -> bool:
+    """False for what a cell imports (modules, and functions or classes defined elsewhere): only values the
+    cell created travel back to the notebook."""
+    if isinstance(value, types.ModuleType):
+        return False
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)):
+        return getattr(value, "__module__", None) == "__main__"
+    return True
+
+
 def run_cell_on_rank(source: str, filename: str, namespace: dict) -> dict | None:
     """Execute the cell; rank 0 returns ``{"values": picklable new names, "unpicklable": {name: type}}``."""
     scope = {"__name__": "__main__", "__builtins__": builtins, **namespace}
@@ -76,7 +87,7 @@ def run_cell_on_rank(source: str, filename: str, namespace: dict) -> dict | None
     assigned = {
         name: value
         for name, value in scope.items()
-        if not name.startswith("__") and not (name in namespace and namespace[name] is value)
+        if not name.startswith("__") and not (name in namespace and namespace[name] is value) and created_by_cell(value)
     }
     stuck = unpicklable(assigned)
     values = {name: value for name, value in assigned.items() if name not in stuck}

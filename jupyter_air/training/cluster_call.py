@@ -249,12 +249,9 @@ class ClusterCall:
                 raise
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def log_files(self) -> dict[str, list[tuple[str, Path]]]:
-        """``{artifact folder: [(line prefix, local copy of the log)]}``: ``logs/node_<n>/rank_<r>.log``."""
-        return {
-            f"logs/node_{node}": [(f"node {node} rank {rank}", path) for rank, path in logs.items()]
-            for node, logs in enumerate(self._logs)
-        }
+    def log_files(self) -> dict[str, dict[int, Path]]:
+        """``{artifact folder: {global rank: local copy of the log}}``: ``logs/node_<n>/rank_<r>.log``."""
+        return {f"logs/node_{node}": dict(logs) for node, logs in enumerate(self._logs)}
 
     # Talking to the nodes.
 

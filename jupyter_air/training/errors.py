@@ -1,8 +1,38 @@
-"""The error raised in the notebook when a distributed call fails on any rank."""
+"""The errors raised in the notebook when a distributed call fails on any rank or is interrupted.
+
+In IPython they show the user's own frames and the root cause (``_render_traceback_``), not
+jupyter_air's; the full traceback stays on the exception (``traceback.print_exception(sys.last_value)``).
+"""
 
 from __future__ import annotations
 
 import signal
+import traceback
+from pathlib import Path
+
+from jupyter_air.tracking.lifecycle import RunStopped
+
+#: Frames from these folders are jupyter_air's or the shell's own, not the user's.
+_HIDDEN = (str(Path(__file__).resolve().parents[1]), "/IPython/", "/ipykernel/")
+_HIDDEN_NOTE = (
+    "(jupyter_air's own frames are hidden; `import sys, traceback; traceback.print_exception(sys.last_value)` "
+    "shows every frame)"
+)
+
+
+def user_frames(tb) -> list[str]:
+    """The formatted frames of ``tb`` that are the user's code (neither jupyter_air's nor IPython's)."""
+    frames = [f for f in traceback.extract_tb(tb) if not any(part in f.filename for part in _HIDDEN)]
+    return traceback.format_list(frames)
+
+
+def render(exc: BaseException, root_cause: str, details: str = "") -> list[str]:
+    """IPython's lines for ``exc``: where the user's code made the call, the root cause, then ``details``."""
+    frames = user_frames(exc.__traceback__)
+    text = ("Traceback (most recent call last):\n" + "".join(frames) if frames else "") + root_cause + "\n"
+    if details:
+        text += "\n" + details.rstrip() + "\n"
+    return (text + "\n" + _HIDDEN_NOTE).splitlines()
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -53,6 +83,10 @@ class DistributedError(RuntimeError):
             text += f"\n\nTraceback of rank {self.rank}:\n{self.worker_traceback.rstrip()}"
         return text
 
+    def _render_traceback_(self) -> list[str]:
+        details = f"Traceback of rank {self.rank}:\n{self.worker_traceback}" if self.worker_traceback else ""
+        return render(self, f"{type(self).__name__}: {self.args[0]}", details)
+
 
 class DistributedTimeout(DistributedError):
     """The call ran longer than its ``timeout=`` and every worker was stopped."""
@@ -60,3 +94,17 @@ class DistributedTimeout(DistributedError):
 
 class NodeLost(DistributedError):
     """A node of a multi-node call stopped answering (its machine, raylet or actor died); ``node`` names it."""
+
+
+class CallInterrupted(KeyboardInterrupt):
+    """The kernel was interrupted during a call: every worker was stopped and the run marked KILLED."""
+
+    def _render_traceback_(self) -> list[str]:
+        return render(self, f"KeyboardInterrupt: {self.args[0]}")
+
+
+class CallStopped(RunStopped):
+    """The call was stopped with its run card's Stop button: every process was stopped, the run marked KILLED."""
+
+    def _render_traceback_(self) -> list[str]:
+        return render(self, f"RunStopped: {self.args[0]}")

@@ -6,6 +6,7 @@ node ``node_rank``'s ranks of a launch that other nodes' calls join through node
 
 from __future__ import annotations
 
+import functools
 import json
 import linecache
 import os
@@ -32,6 +33,8 @@ _FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air
 _STOP_DEADLINE_SECONDS = 10.0
 #: Environment variable every process of a call inherits (ranks' children and daemons included).
 CALL_ID_ENV = "AIR_CALL_ID"
+#: The thread that runs the elastic agent, which starts the ranks.
+AGENT_THREAD = "air-elastic-agent"
 #: Collective libraries' socket interface variables: set to the interface of the node's address unless the
 #: user chose one (loopback on one node).
 _INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
@@ -79,6 +82,47 @@ def notebook_sources() -> dict[str, list[str]]:
     }
 
 
+def _ranks_skip_the_main_module() -> None:
+    """Start ranks without running the script's ``__main__`` again in each of them (once per process).
+
+    multiprocessing prepares a new process by re-running the main script as ``__mp_main__``, so a script
+    without ``if __name__ == "__main__":`` would start a second call from every rank. Nothing of the main
+    module is needed there: the function and its arguments travel by value (cloudpickle). So the ranks'
+    preparation data leaves the main module out; only processes started by our agent thread are affected.
+    """
+    from multiprocessing import spawn
+
+    original = spawn.get_preparation_data
+    if getattr(original, "air_skips_main", False):
+        return
+
+    @functools.wraps(original)
+    def get_preparation_data(name):
+        data = original(name)
+        if threading.current_thread().name == AGENT_THREAD:
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    get_preparation_data.air_skips_main = True
+    spawn.get_preparation_data = get_preparation_data
+
+
+def _prepare_fork_server() -> None:
+    import multiprocessing
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, rather than at the first call: a new interpreter that preloads torch (this
+    process imports nothing of torch here)."""
+    from multiprocessing import forkserver
+
+    _prepare_fork_server()
+    forkserver.ensure_running()
+
+
 @dataclass(frozen=True)
 class NodePlace:
     """Where one node's ranks sit in a launch: node ``node_rank`` of ``nnodes``, ``nproc`` ranks on each.
@@ -115,9 +159,8 @@ def launch_config(place: NodePlace, log_dir: pathlib.Path, start_method: str = S
     from jupyter_air.training import rendezvous
 
     if start_method == "forkserver":
-        import multiprocessing
-
-        multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
+        _prepare_fork_server()
+    _ranks_skip_the_main_module()
     if place.nnodes == 1:
         backend, endpoint, configs, address = rendezvous.register(), "", {}, rendezvous.LOOPBACK
     else:
@@ -180,7 +223,7 @@ class Call:
             self.log_path(rank).touch()  # every rank has a log artifact, even one that never started
         (self.folder / "context.json").write_text(json.dumps(context))
         (self.folder / "payload.pkl").write_bytes(payload)
-        self._thread = threading.Thread(target=self._launch, name="air-elastic-agent", daemon=True)
+        self._thread = threading.Thread(target=self._launch, name=AGENT_THREAD, daemon=True)
         # Waiting on an Event, not Thread.join(): a KeyboardInterrupt inside join() makes CPython
         # (before 3.13) mark the thread stopped while it still runs.
         self._done = threading.Event()
@@ -195,6 +238,10 @@ class Call:
     def world_size(self) -> int:
         return self.place.world_size
 
+    @property
+    def nodes(self) -> int:
+        return self.place.nnodes
+
     def log_path(self, rank: int) -> pathlib.Path:
         return self.folder / "logs" / f"rank_{rank}.log"
 
@@ -202,9 +249,9 @@ class Call:
         """Launch the ranks; each waits for :meth:`release` before running the function."""
         self._thread.start()
 
-    def log_files(self) -> dict[str, list[tuple[str, pathlib.Path]]]:
-        """``{artifact folder: [(line prefix, log file)]}`` of every rank of the call."""
-        return {f"logs/node_{self.place.node_rank}": [(f"rank {r}", self.log_path(r)) for r in self.place.ranks]}
+    def log_files(self) -> dict[str, dict[int, pathlib.Path]]:
+        """``{artifact folder: {global rank: log file}}`` of every rank of the call."""
+        return {f"logs/node_{self.place.node_rank}": {r: self.log_path(r) for r in self.place.ranks}}
 
     def release(self, overrides: dict[str, str]) -> None:
         """Let the ranks run with this process's environment plus ``overrides`` (and the launcher's rank variables)."""

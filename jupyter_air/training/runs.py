@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import getpass
 import inspect
 import os
 import pathlib
 import sys
 
+from jupyter_air.tracking import naming
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
 from jupyter_air.tracking.store import client, ensure_experiment, tracking_uri
 
@@ -25,10 +25,7 @@ def _script_name() -> str:
 
 def default_experiment_name() -> str:
     """``/Users/<user>/<notebook or script name>``, like MLflow's notebook experiments."""
-    user = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
-    path = notebook_path()
-    name = pathlib.PurePosixPath(path).stem if path else _script_name()
-    return f"/Users/{user}/{name}"
+    return naming.default_experiment_name(notebook_path() or _script_name())
 
 
 def _kernel_experiment_id() -> str | None:
@@ -102,6 +99,7 @@ def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, 
         "mlflow.source.name": path or _script_name(),
         "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
         **({"air.notebook_path": path} if path else {}),
+        naming.NODE_TAG: naming.node_name(),
         **tags,
     }
     resume_id = os.environ.get("MLFLOW_RUN_ID")
@@ -109,7 +107,7 @@ def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, 
         return ManagedRun.resume(resume_id, run_name=run_name, tags=source_tags)
     parent_id, parent_experiment = _parent_in_store(client())
     experiment_id = resolve_experiment(experiment, parent_experiment)
-    user = {"mlflow.user": os.environ.get("JUPYTERHUB_USER") or getpass.getuser()}
+    user = {"mlflow.user": naming.run_user()}
     parent = {"mlflow.parentRunId": parent_id} if parent_id else {}
     return ManagedRun.create(experiment_id, run_name=run_name, tags={**user, **source_tags, **parent})
 

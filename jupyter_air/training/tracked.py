@@ -5,54 +5,122 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
+import threading
 
-from jupyter_air.notebook_links import RunStatusView
+from jupyter_air.run_card.card import RunCard, card_mode, header_for
+from jupyter_air.run_card.metrics import MetricReader
+from jupyter_air.run_card.state import CardState
+from jupyter_air.tracking.stops import LiveRun
 from jupyter_air.training import runs
+from jupyter_air.training.errors import CallStopped
 
 _LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
+#: Why a run stopped from its card (or the Stop route) ended KILLED; also the message of the CallStopped raised.
+STOPPED = "stopped with the Stop button; every process of the call was stopped"
+#: Seconds between two looks for a Stop request while a cell runs in the kernel's main thread.
+_STOP_POLL_SECONDS = 0.2
 
 
 class TrackedRun:
-    """One call's MLflow run (a :class:`~jupyter_air.tracking.lifecycle.ManagedRun`) and its view in the cell."""
+    """One call's MLflow run (a :class:`~jupyter_air.tracking.lifecycle.ManagedRun`) and its card in the cell.
 
-    def __init__(self, *, experiment: str | None, run_name: str | None, tags: dict[str, str]):
+    ``kind`` is ``distributed`` (ranks in worker processes, ``world_size`` of them on ``nodes`` nodes with
+    ``gpus`` GPUs each) or ``kernel`` (the cell runs in the kernel itself).
+    """
+
+    def __init__(
+        self,
+        *,
+        experiment: str | None,
+        run_name: str | None,
+        tags: dict[str, str],
+        kind: str = "distributed",
+        world_size: int = 1,
+        gpus: int = 0,
+        nodes: int = 1,
+    ):
         self.run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
-        self.view: RunStatusView | None = None
+        self.card: RunCard | None = None
+        self.live: LiveRun | None = None
+        self._placement = {"kind": kind, "world_size": world_size, "gpus": gpus, "nodes": nodes}
 
-    def announce(self, params: dict[str, str], log_system_metrics: bool) -> None:
-        """Show the run's links and status, record its parameters and start sampling system metrics."""
+    def announce(self, params: dict[str, str], log_system_metrics: bool, stoppable: bool = True) -> None:
+        """Show the run's card, let Stop requests reach it, record its parameters and start system metrics."""
         with self.run.guard():
             self.run.describe()
-            self.view = RunStatusView(self.run)
-            self.view.show()
+            self.live = LiveRun(self.run.run_id)
+            state = CardState(header_for(self.run, **self._placement))
+            self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
+            self.card.show()
             self.run.log_params(params)
             if log_system_metrics:
                 self.run.start_system_metrics()
 
-    def tick(self) -> None:
-        if self.view is not None:
-            self.view.tick()
+    def show_lines(self, lines: list[tuple[int, str]]) -> None:
+        """The ranks' new ``(rank, line)`` output, for the card."""
+        if self.card is not None:
+            self.card.add_lines(lines)
+
+    def stop_requested(self) -> bool:
+        """True once the Stop button (the ``runs/<id>/stop`` route) asked for this run to stop."""
+        return self.live is not None and self.live.requested()
 
     def finish_for(self, exc: BaseException | None) -> None:
-        """End FINISHED, KILLED for an interrupt, or FAILED with the exception as root cause; update the view."""
+        """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause; show it."""
         try:
             self.run.end_for(exc)
         finally:
-            if self.view is not None:
-                self.view.finish(self.run.status or "FAILED")
+            if self.live is not None:
+                self.live.close()
+            if self.card is not None:
+                self.card.finish(self.run.status or "FAILED", exc)
 
 
 @contextlib.contextmanager
 def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
-    """Yield the :class:`TrackedRun` of a block of work; it ends FINISHED, FAILED or KILLED with the block."""
-    run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags)
+    """Yield the :class:`TrackedRun` of a block of work run here; it ends FINISHED, FAILED or KILLED with the block.
+
+    In the main thread, the card's Stop interrupts the block as the kernel's interrupt does (SIGINT), and the
+    block raises :class:`~jupyter_air.training.errors.CallStopped`.
+    """
+    run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel")
+    in_main = threading.current_thread() is threading.main_thread()
     try:
-        run.announce(params, log_system_metrics)
-        yield run
+        run.announce(params, log_system_metrics, stoppable=in_main)
+        with _interrupted_on_stop(run) if in_main else contextlib.nullcontext():
+            yield run
     except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) and run.stop_requested():
+            stopped = CallStopped(STOPPED)
+            run.finish_for(stopped)
+            raise stopped from exc
         run.finish_for(exc)
         raise
     run.finish_for(None)
+
+
+@contextlib.contextmanager
+def _interrupted_on_stop(run: TrackedRun):
+    """While the block runs, a Stop request sends SIGINT to the main thread (interrupting a sleep or a read)."""
+    done = threading.Event()
+    sending = threading.Lock()
+
+    def watch() -> None:
+        while not done.wait(_STOP_POLL_SECONDS):
+            with sending:
+                if not done.is_set() and run.stop_requested():
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                    return
+
+    watcher = threading.Thread(target=watch, name="air-stop-watcher", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with sending:
+            done.set()
+        watcher.join(timeout=5 * _STOP_POLL_SECONDS)
 
 
 @contextlib.contextmanager

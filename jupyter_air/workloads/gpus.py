@@ -14,6 +14,8 @@ class NodeGpus:
 
     gpus: list[tuple[int, str]]
     reason: str | None
+    #: The GPU source they come from: ``simulated`` GPUs are no real hardware, and are said to be so.
+    source: str = "nvml"
 
     @property
     def indexes(self) -> list[int]:
@@ -27,7 +29,7 @@ def node_gpus() -> NodeGpus:
 
     with opened() as source:
         usable = [(d.index, d.name or "") for d in source.devices if d.error is None]
-        return NodeGpus(usable, None if usable else (source.reason or "no usable GPU"))
+        return NodeGpus(usable, None if usable else (source.reason or "no usable GPU"), source.name)
 
 
 def check_compute(num_accelerators: int, accelerator_type: str | None, node: NodeGpus) -> str | None:

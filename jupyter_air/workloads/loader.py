@@ -54,14 +54,25 @@ def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         raise WorkloadError(label, [f"{label}: cannot read the file: {exc}"]) from None
     data, lines = _parse(text, label)
     overridden = {_apply_override(data, item, label) for item in overrides}
+    folder = source.resolve().parent
+    problems = []
     try:
         workload = Workload.model_validate(data)
     except ValidationError as exc:
-        raise WorkloadError(label, [_describe(err, lines, overridden, label) for err in exc.errors()]) from None
-    root = (source.resolve().parent / workload.code_source.root_path).resolve()
-    if not root.is_dir():
+        workload = None
+        problems = _describe_all(exc.errors(), data, lines, overridden, label)
+    raw_root = (
+        (data.get("code_source") or {}).get("root_path", ".") if isinstance(data.get("code_source"), dict) else "."
+    )
+    if isinstance(raw_root, str) and "\0" not in raw_root and not (folder / raw_root).resolve().is_dir():
         where = _where(("code_source", "root_path"), lines, overridden, label)
-        raise WorkloadError(label, [f"{where}code_source.root_path: {root} is not a directory"])
+        problems.append(f"{where}code_source.root_path: {(folder / raw_root).resolve()} is not a directory")
+    if problems or workload is None:
+        raise WorkloadError(label, sorted(problems, key=lambda p: _line_of(p, label)))
+    root = (folder / workload.code_source.root_path).resolve()
+    location = workload.mlflow_artifact_location
+    if location and "://" not in location:  # a local path: relative to the workload file, like root_path
+        workload = workload.model_copy(update={"mlflow_artifact_location": str((folder / location).resolve())})
     return ResolvedWorkload(workload=workload, source=source.resolve(), root_path=root)
 
 
@@ -147,6 +158,64 @@ def _apply_override(data: dict[str, Any], item: str, label: str) -> FieldPath:
         target = nxt
     target[parts[-1]] = value
     return parts
+
+
+#: What a value must be, by pydantic's error type, for one line about a field that accepts several types.
+_EXPECTED = {
+    "string_type": "text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "none_required": "empty (null)",
+}
+
+
+def _describe_all(
+    errors: list[dict[str, Any]],
+    data: dict[str, Any],
+    lines: dict[FieldPath, int],
+    overridden: set[FieldPath],
+    label: str,
+) -> list[str]:
+    """One line per field: the errors pydantic gives for each member of a union field become one line."""
+    by_field: dict[FieldPath, list[dict[str, Any]]] = {}
+    for err in errors:
+        by_field.setdefault(_data_path(err["loc"], data), []).append(err)
+    described = []
+    for path, group in by_field.items():
+        expected = [_EXPECTED.get(err["type"]) for err in group]
+        if len(group) > 1 and all(expected):
+            kinds = list(dict.fromkeys(expected))
+            if "a number" in kinds and "a whole number" in kinds:
+                kinds.remove("a whole number")
+            words = ", ".join(kinds[:-1]) + f" or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
+            where = _where(path, lines, overridden, label)
+            described.append(f"{where}{'.'.join(path)}: expected {words} (got {group[0].get('input')!r})")
+        else:
+            described.extend(_describe(err, lines, overridden, label) for err in group)
+    return described
+
+
+def _line_of(problem: str, label: str) -> int:
+    """The line a problem names (``file:12: ...``), 0 for the file as a whole or an override."""
+    head = problem.removeprefix(f"{label}:").split(":", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def _data_path(loc: tuple, data: Any) -> FieldPath:
+    """The part of an error's location that names keys of the file (pydantic adds union member tags)."""
+    path, node = [], data
+    for part in loc:
+        in_mapping = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and part < len(node)
+        if in_mapping or in_list:
+            path.append(str(part))
+            node = node[part]
+    return tuple(path) or tuple(str(p) for p in loc[:1])
 
 
 def _describe(err: dict[str, Any], lines: dict[FieldPath, int], overridden: set[FieldPath], label: str) -> str:

@@ -20,6 +20,8 @@ MAX_LINE_BYTES = 1 << 16
 #: The one definition of a line, for writers and readers alike: bytes up to "\n". A "\r" (a progress
 #: bar redrawing itself) stays inside its line.
 NEWLINE = b"\n"
+#: Most bytes one chunk of a log holds; more than a line (MAX_LINE_BYTES), so a chunk always ends a line.
+CHUNK_BYTES = 1 << 18
 
 
 def node_dir(job_dir: Path, attempt: int, node: int) -> Path:
@@ -107,6 +109,62 @@ def _iter_lines(directory: Path) -> Iterator[LogLine]:
         for raw in out:  # a binary file iterates over "\n"-terminated lines, like split_lines
             stamp = ts.readline().strip() if ts else b""
             yield LogLine(int(stamp) if stamp else None, raw.removesuffix(NEWLINE).decode("utf-8", "replace"))
+
+
+class BadOffset(ValueError):
+    """An offset that is not a place to read a log from; the message says which offsets are."""
+
+
+@dataclass
+class LogChunk:
+    """Text of the log from an offset, and the offset to ask for next."""
+
+    text: str
+    next_offset: int
+    size_bytes: int
+
+
+def read_chunk(directory: Path, offset: int, finished: bool, max_bytes: int = CHUNK_BYTES) -> LogChunk:
+    """The whole lines of ``output.log`` from byte ``offset`` (at most ``max_bytes``), never a cut UTF-8
+    character; the unfinished last line only once the log is ``finished`` (its attempt ended). A line longer
+    than ``max_bytes`` comes in pieces cut between characters."""
+    try:
+        log = open(directory / OUTPUT, "rb")  # noqa: SIM115 - closed below; FileNotFoundError handled first
+    except FileNotFoundError:
+        if offset:
+            raise BadOffset(f"offset {offset} is past the end of the log (0 bytes, nothing written yet)") from None
+        return LogChunk("", 0, 0)
+    with log:
+        size = os.fstat(log.fileno()).st_size
+        if offset > size:
+            raise BadOffset(
+                f"offset {offset} is past the end of the log ({size} bytes); use 0 to read it from the start"
+            )
+        log.seek(offset)
+        data = log.read(min(max_bytes, size - offset))
+    if data and _is_continuation(data[0]):
+        raise BadOffset(f"offset {offset} is inside a UTF-8 character; use 0 or the next_offset of an earlier answer")
+    if finished and offset + len(data) == size:
+        cut = len(data)
+    else:
+        cut = data.rfind(NEWLINE) + 1
+        if cut == 0 and len(data) == max_bytes:
+            cut = _character_boundary(data)
+    return LogChunk(data[:cut].decode("utf-8", "replace"), offset + cut, size)
+
+
+def _is_continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def _character_boundary(data: bytes) -> int:
+    """The length of the longest prefix of ``data`` that does not end inside a UTF-8 character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if not _is_continuation(byte):
+            needed = 1 if byte < 0x80 else 2 if byte >> 5 == 0b110 else 3 if byte >> 4 == 0b1110 else 4
+            return len(data) - back if back < needed else len(data)
+    return len(data)
 
 
 class UnsafePath(Exception):

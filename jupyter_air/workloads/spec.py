@@ -97,6 +97,7 @@ class Workload(_Strict):
     env_variables: dict[EnvName, EnvValue] = Field(default_factory=dict)
     parameters: dict[ParamName, ParamValue] = Field(default_factory=dict)
     max_retries: StrictInt = Field(0, ge=0, le=100)
+    retry_delay_seconds: StrictInt | StrictFloat = Field(5, ge=0, le=3600)
     timeout_minutes: StrictInt | StrictFloat | None = Field(None, gt=0)
     mlflow_run_name: Text | None = Field(None, min_length=1, max_length=250)
     mlflow_artifact_location: Text | None = None

@@ -69,6 +69,8 @@ class Supervisor:
             return Outcome("CANCELED", error="canceled while waiting for GPUs")
         outcome = Outcome("FAILED", error="no attempt ran")
         for attempt in range(job.max_retries + 1):
+            if attempt and self.cancel.wait(spec.get("retry_delay_seconds", 0)):
+                return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
             if self.cancel.is_set():
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
             outcome = self._attempt(job, experiment_id, attempt, gpus)
@@ -114,17 +116,20 @@ class Supervisor:
 
     def _tracked(self, job: Job, experiment_id: str, attempt: int, node) -> Outcome:
         from jupyter_air.tracking.lifecycle import ManagedRun, system_metrics_interval
+        from jupyter_air.tracking.naming import NODE_TAG, node_name
         from jupyter_air.tracking.store import tracking_uri
 
         spec = job.workload
         tags = {
             "air.job_run_id": self.job_run_id,
             "air.attempt": str(attempt),
+            NODE_TAG: node_name(),
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
         }
-        run = ManagedRun.create(experiment_id, run_name=spec["mlflow_run_name"], tags=tags, params=spec["parameters"])
+        name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
+        run = ManagedRun.create(experiment_id, run_name=name, tags=tags, params=spec["parameters"])
         with run.guard():  # from here on, any failure ends the run FAILED
             run.describe()
             self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)

@@ -3,6 +3,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { GpuCharts, readTheme } from '../charts';
+import type { IRun } from '../experiment/tokens';
 import { IGpuHistory } from '../history';
 
 export interface IChartsViewProps {
@@ -15,10 +16,14 @@ export interface IChartsViewProps {
   windowMs: number;
   maxGapMs: number;
   trans: TranslationBundle;
+  /** Runs whose time span is shaded on the charts, and what a click on one's label does. */
+  runs?: IRun[];
+  onOpenRun?: (run: IRun) => void;
 }
 
 export function ChartsView(props: IChartsViewProps): JSX.Element {
-  const { gpuCount, history, themeKey, revision, windowMs, maxGapMs, trans } = props;
+  const { gpuCount, history, themeKey, revision, windowMs, maxGapMs, trans, runs, onOpenRun } =
+    props;
   const hostRef = React.useRef<HTMLDivElement>(null);
   const chartsRef = React.useRef<GpuCharts | null>(null);
 
@@ -37,6 +42,7 @@ export function ChartsView(props: IChartsViewProps): JSX.Element {
     });
     chartsRef.current = charts;
     charts.update(history, windowMs, maxGapMs);
+    charts.setRuns(runs ?? [], run => onOpenRun?.(run));
     const observer = new ResizeObserver(entries => {
       const width = entries[0]?.contentRect.width ?? 0;
       if (width > 0) {
@@ -54,6 +60,10 @@ export function ChartsView(props: IChartsViewProps): JSX.Element {
   React.useEffect(() => {
     chartsRef.current?.update(history, windowMs, maxGapMs);
   }, [revision, windowMs, maxGapMs]);
+
+  React.useEffect(() => {
+    chartsRef.current?.setRuns(runs ?? [], run => onOpenRun?.(run));
+  }, [runs]);
 
   return <div className="jp-Air-charts" ref={hostRef} />;
 }

@@ -3,6 +3,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { latestValue } from '../history';
+import type { IRun } from '../experiment/tokens';
 import type { GpuModel } from '../model';
 import { ErrorBanner, PausedBanner, VersionBanner } from './Banners';
 import { ChartsView } from './ChartsView';
@@ -21,10 +22,13 @@ export interface IGpuPanelProps {
   trans: TranslationBundle;
   /** Icon shown in the Refresh button. */
   refreshIcon?: React.ReactNode;
+  /** Runs shaded on the charts (the run timeline), and what clicking one does. */
+  runs?: IRun[];
+  onOpenRun?: (run: IRun) => void;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
-  const { model, revision, themeKey, onOpenPath, trans, refreshIcon } = props;
+  const { model, revision, themeKey, onOpenPath, trans, refreshIcon, runs, onOpenRun } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -115,6 +119,8 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
             windowMs={model.chartWindowMs}
             maxGapMs={model.maxGapMs}
             trans={trans}
+            runs={runs}
+            onOpenRun={onOpenRun}
           />
           <ProcessList
             devices={devices}

@@ -52,6 +52,11 @@ def test_a_raising_rank_names_rank_exception_and_notebook_source(store, runs_of,
     assert "rank 1 failed (exited with code 1): ValueError: loss diverged <at> step 3" in str(error)
     assert 'raise ValueError(f"loss diverged <at> step {steps}")' in error.worker_traceback
     assert "<dynamic-code>" not in error.worker_traceback
+    # And IPython shows the caller's own frame, the root cause and the rank's traceback, none of jupyter_air's
+    shown = "\n".join(error._render_traceback_())
+    assert "train.distributed(3)" in shown and "rank 1 failed (exited with code 1)" in shown
+    assert 'raise ValueError(f"loss diverged <at> step {steps}")' in shown
+    assert "jupyter_air/training" not in shown and "traceback.print_exception(sys.last_value)" in shown
     # And rank 0 was stopped rather than left sleeping
     assert time.monotonic() - started < 30
     # And the run is FAILED with the root cause as a tag, and both logs were kept
@@ -105,10 +110,13 @@ def test_an_interrupt_stops_every_worker_and_marks_the_run_killed(store, runs_of
 
     # When the interrupt arrives, Then KeyboardInterrupt is re-raised once every worker stopped
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as caught:
             distributed(hang, gpus=2, experiment="fail-interrupt").distributed()
     finally:
         timer.cancel()
+    # And IPython shows what happened, not jupyter_air's frames
+    shown = "\n".join(caught.value._render_traceback_())
+    assert "every worker was stopped and the run marked KILLED" in shown and "jupyter_air/training" not in shown
     assert time.monotonic() - started < 4 + 10
     (run,) = runs_of("fail-interrupt")
     assert run.info.status == "KILLED"

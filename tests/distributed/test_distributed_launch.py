@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -50,6 +53,8 @@ def test_results_by_rank_with_ddp_and_a_complete_run(store, runs_of, artifact_te
     out = capsys.readouterr().out
     assert "[rank 0] rank 0 of 2 grad [[3.0, 3.0]]" in out
     assert "[rank 1] stderr line from rank 1" in out
+    # And outside a kernel the run card is text, ending with the status and the run's own metrics
+    assert "in experiment 'launch-ddp': finished after" in out and "  train_loss = 0.25 (step 0)" in out
     # And the call is one FINISHED run (the launcher's word, though rank 0's `with` block also ended it)
     (run,) = runs_of("launch-ddp")
     assert run.info.status == "FINISHED"
@@ -133,3 +138,36 @@ def test_the_decorator_works_bare_and_with_options_whatever_was_imported_first()
 
     assert (bare(1), configured(2)) == (2, 4)
     assert bare.__name__ == "bare" and callable(configured.distributed)
+
+
+GUARDLESS = """
+from jupyter_air import distributed
+print("top level ran", flush=True)
+
+@distributed(gpus=2, experiment="launch-script")
+def rank_times(x):
+    import os
+    return int(os.environ["RANK"]) * x
+
+print("results", rank_times.distributed(3), flush=True)
+"""
+
+
+def test_a_script_without_a_main_guard_runs_its_top_level_once(store, tmp_path):
+    # Given a plain script that calls .distributed() at its top level, with no `if __name__ == "__main__":`
+    script = tmp_path / "train.py"
+    script.write_text(GUARDLESS)
+
+    # When it runs
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[2])},
+    )
+
+    # Then it succeeds, and neither the ranks nor the fork server ran its top level again
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("top level ran") == 1, done.stdout
+    assert "results [0, 3]" in done.stdout

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-
-from jupyter_air.notebook_links import render_html, render_text
 
 
 @pytest.fixture
@@ -53,23 +49,13 @@ def test_air_gpu_says_when_there_is_no_gpu(shell, fake_nvml, capsys):
     assert capsys.readouterr().out.startswith("No GPU on this node:")
 
 
-def test_run_status_escapes_hostile_names_and_links():
-    # Given a run whose experiment and run names and link carry markup
-    run = SimpleNamespace(
-        experiment_name="<script>alert(1)</script>",
-        run_id="abc",
-        run_name="<img src=x onerror=alert(2)>",
-        url='/jupyter-air/runs/abc/open"><script>',
-        experiment_url="/jupyter-air/experiments/1/open",
-    )
-
-    # Then the HTML shows them as text, never as markup, and the text form names the run and link
-    html = render_html(run, "FAILED", 3.0)
-    assert "<script>" not in html and "<img" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
-    assert 'href="/jupyter-air/runs/abc/open&quot;&gt;&lt;script&gt;"' in html
-    text = render_text(run, "FINISHED", 65.0)
-    assert "abc" in text and "finished after 1m 05s" in text and "/jupyter-air/runs/abc/open" in text
+@pytest.mark.parametrize("gpu_source_env", ["simulated"])
+def test_air_gpu_follows_the_servers_gpu_source_and_labels_simulated_gpus(shell, fake_nvml, capsys):
+    # Given a kernel of a server that chose the simulated source (it exports JUPYTER_AIR_GPU_SOURCE)
+    # When %air_gpu runs, Then it shows the panel's simulated GPUs, never as real hardware
+    shell.run_line_magic("air_gpu", "")
+    out = capsys.readouterr().out
+    assert "source: simulated, NOT real hardware" in out and out.count("Simulated GPU (not real hardware)") == 2
 
 
 def test_the_cell_ships_the_notebook_names_it_reads():

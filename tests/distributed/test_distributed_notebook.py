@@ -11,6 +11,7 @@ import time
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from notebook_helpers import outputs_text
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert(1)</script>"
@@ -25,6 +26,8 @@ CELLS = [
     'rank = int(os.environ["RANK"])\n'
     'print("hello from", rank, "lr", lr)\n'
     "scaled = lr * 2\n"
+    "def double(x):\n    return 2 * x\n"
+    "from math import sqrt\n"
     "lock = threading.Lock()\n"
     "dist.destroy_process_group()",
     "print(scaled, rank)",
@@ -32,18 +35,6 @@ CELLS = [
     "%%air_run --experiment nb-tracked --run-name broken --no-system-metrics\nraise RuntimeError('cell failed')",
     "%air_gpu",
 ]
-
-
-def outputs_text(cell) -> str:
-    parts = []
-    for out in cell.outputs:
-        if out.output_type == "stream":
-            parts.append(out.text)
-        elif out.output_type in ("display_data", "execute_result"):
-            parts.append(out.data.get("text/html", "") or out.data.get("text/plain", ""))
-        elif out.output_type == "error":
-            parts.append(f"{out.ename}: {out.evalue}")
-    return "\n".join(parts)
 
 
 @pytest.fixture
@@ -75,8 +66,9 @@ def test_notebook_with_both_magics(notebook_env, store, runs_of):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in distributed_out and HOSTILE not in distributed_out
     assert "r&lt;b&gt;1" in distributed_out and "finished" in distributed_out
     assert "[rank 0] hello from 0 lr 0.5" in distributed_out and "[rank 1] hello from 1 lr 0.5" in distributed_out
-    # And the names rank 0 assigned came back; the unpicklable one is listed, not silently lost
-    assert "Returned from rank 0: dist, os, rank, scaled, threading" in distributed_out
+    # And the values rank 0 created came back (a function it defined too), never what it imported (modules,
+    # functions or classes); the unpicklable one is listed, not silently lost
+    assert "Returned from rank 0: double, rank, scaled" in distributed_out
     assert "Not returned (cannot be pickled; they stayed on the workers): lock (lock)" in distributed_out
     assert printed_out.strip() == "1.0 0"
     # And the run is recorded under the hostile name, tagged as coming from the magic in this notebook
@@ -94,8 +86,10 @@ def test_notebook_with_both_magics(notebook_env, store, runs_of):
     assert "RuntimeError: cell failed" in outputs_text(nb.cells[5])
     # And %air_gpu says plainly that this node has no GPU
     assert outputs_text(nb.cells[6]).startswith("No GPU on this node:")
-    # And the interrupt re-raised KeyboardInterrupt within 10 s, with the run KILLED
-    assert interrupted["ename"] == "KeyboardInterrupt"
+    # And the interrupt raised a KeyboardInterrupt within 10 s that says what happened, with the run KILLED
+    assert interrupted["ename"] == "CallInterrupted"  # a KeyboardInterrupt
+    assert "KeyboardInterrupt: the call was interrupted: every worker was stopped" in interrupted["traceback"]
+    assert "jupyter_air/training" not in interrupted["traceback"]
     assert interrupted["seconds"] < 10
     (killed,) = runs_of("nb-interrupt")
     assert killed.info.status == "KILLED"
@@ -128,5 +122,6 @@ def _run_and_interrupt(client, nb, folder) -> dict:
     client.execute_cell(cell, len(nb.cells) - 1)
     result["seconds"] = time.monotonic() - result["sent"]
     watcher.join()
-    result["ename"] = next(o.ename for o in cell.outputs if o.output_type == "error")
+    error = next(o for o in cell.outputs if o.output_type == "error")
+    result["ename"], result["traceback"] = error.ename, "\n".join(error.traceback)
     return result

@@ -10,8 +10,10 @@ import sys
 import psutil
 import pytest
 from jupyter_server.utils import url_path_join
+from waiting import eventually
 
-from jupyter_air.tracking import proxy_handler
+from jupyter_air.server_tasks import UiAutostart
+from jupyter_air.tracking import ui_process
 
 #: An origin the server's configuration trusts (``ServerApp.allow_origin``), like a hub in front of it.
 TRUSTED_ORIGIN = "https://lab.example.org"
@@ -30,25 +32,20 @@ def jp_server_config(store):
             "jpserver_extensions": {"jupyter_air": True, "jupyter_server_proxy": True},
             "allow_origin": TRUSTED_ORIGIN,
         },
-        "JupyterAir": {"gpu_source": "none"},
+        "JupyterAir": {"gpu_source": "none", "mlflow_ui_autostart": False},
     }
 
 
-def proxied_processes(serverapp) -> list:
-    """The supervised processes behind the server's proxy routes (started on first use)."""
-    routes = [rule for host in serverapp.web_app.default_router.rules for rule in getattr(host.target, "rules", [])]
-    found = [route.target_kwargs.get("state", {}).get("proc") for route in routes]
-    return [process for process in found if process is not None]
+def mlflow_ui(serverapp):
+    """The server's embedded MLflow UI (``ui_process.MlflowUi``)."""
+    return serverapp.web_app.settings["jupyter_air_mlflow_ui"]
 
 
 @pytest.fixture
 def stop_proxied_servers(jp_serverapp, jp_asyncio_loop):
-    """Stop the proxied MLflow UI as Jupyter does when it exits (here the test process outlives the server),
-    through its supervisor: one killed behind its back that exits with an error code is started again."""
+    """Stop the MLflow UI as the server does when it exits (here the test process outlives the server)."""
     yield
-    for process in proxied_processes(jp_serverapp):
-        if process.running:
-            jp_asyncio_loop.run_until_complete(process.terminate())
+    jp_asyncio_loop.run_until_complete(mlflow_ui(jp_serverapp).stop())
 
 
 @pytest.fixture
@@ -74,7 +71,7 @@ def browser(http_server_client, jp_base_url, jp_http_port):
 
 @pytest.mark.usefixtures("no_orphans", "stop_proxied_servers")
 async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(
-    jp_fetch, jp_serverapp, store, browser
+    jp_fetch, jp_serverapp, store, browser, air_home, capfd
 ):
     # Given a run in the embedded store, and a browser logged in to Jupyter (its cookie, no token)
     experiment_id = store.create_experiment("proxy-<b>")
@@ -89,8 +86,13 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     # Then it answers with MLflow's page, whose assets are relative so they load under the prefix
     assert page.code == 200 and b"<title>MLflow</title>" in page.body
     assert b'src="static-files/' in page.body
+    # And MLflow's request lines go to its own log under AIR_HOME, not to the Jupyter server's output
+    await jp_fetch("mlflow/", request_timeout=30)
+    assert '"GET / HTTP/1.1" 200' in (air_home / "logs" / "mlflow-ui.log").read_text()
+    printed = capfd.readouterr()
+    assert '"GET / HTTP/1.1"' not in printed.out + printed.err
     # And MLflow listens on a Unix socket in a folder only this user can enter, on no TCP port at all
-    (process,) = proxied_processes(jp_serverapp)
+    process = mlflow_ui(jp_serverapp)._process
     tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
     assert [c for p in tree for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
     sockets = {c.laddr for p in tree for c in p.net_connections("unix") if c.laddr}
@@ -161,12 +163,7 @@ Server(sys.argv[1], Echo).serve_forever()
 
 @pytest.fixture
 def echo_instead_of_mlflow(monkeypatch):
-    def spec(socket):
-        script = ECHO_SERVER.replace("{", "{{").replace("}", "}}")  # the command is a template
-        return {**original(socket), "command": [sys.executable, "-c", script, "{unix_socket}"]}
-
-    original = proxy_handler.mlflow_server
-    monkeypatch.setattr(proxy_handler, "mlflow_server", spec)
+    monkeypatch.setattr(ui_process, "ui_command", lambda socket: [sys.executable, "-c", ECHO_SERVER, str(socket)])
 
 
 @pytest.mark.usefixtures("echo_instead_of_mlflow", "no_orphans", "stop_proxied_servers")
@@ -216,11 +213,36 @@ async def test_run_links_survive_the_login_and_open_the_run_page(jp_fetch, http_
     # When it is opened logged in, Then it redirects to the run's page in the proxied MLflow UI
     opened = await jp_fetch("jupyter-air", "runs", run_id, "open", follow_redirects=False, raise_error=False)
     assert opened.code == 302
-    assert opened.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}/runs/{run_id}"
+    assert (
+        opened.headers["Location"]
+        == f"{jp_base_url}mlflow/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
+    )
     experiment = await jp_fetch(
         "jupyter-air", "experiments", experiment_id, "open", follow_redirects=False, raise_error=False
     )
-    assert experiment.headers["Location"] == f"{jp_base_url}mlflow/#/experiments/{experiment_id}"
+    assert (
+        experiment.headers["Location"]
+        == f"{jp_base_url}mlflow/#/experiments/{experiment_id}?workflowType=machine_learning"
+    )
     # And an unknown run says so
     unknown = await jp_fetch("jupyter-air", "runs", "0" * 32, "open", follow_redirects=False, raise_error=False)
     assert unknown.code == 404
+
+
+@pytest.mark.usefixtures("no_orphans")
+async def test_the_ui_starts_by_itself_once_the_store_exists(jp_serverapp, jp_fetch, store):
+    # Given a server whose UI starts in the background (the store exists: the fixture created it)
+    ui = mlflow_ui(jp_serverapp)
+    autostart = UiAutostart(ui)
+    autostart.start()
+    try:
+        # When nobody has asked for the MLflow UI yet, Then it starts and becomes ready on its own
+        await eventually(lambda: ui.ready_at is not None, timeout=120)
+        started = ui._process
+        # And the first run page is then answered by that same process, without starting another
+        page = await jp_fetch("mlflow/", request_timeout=30)
+        assert page.code == 200 and b"<title>MLflow</title>" in page.body
+        assert ui._process is started
+    finally:
+        autostart.stop()
+        await ui.stop()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 from jupyter_air.training.logs import RankLogTail
 
 
@@ -12,19 +10,12 @@ def test_lines_split_across_reads_and_inside_a_character_arrive_whole(tmp_path):
     log = tmp_path / "rank_0.log"
     text = "epoch 1 ███ 30%\nepoch 2 done\n".encode()
     cut = text.index("█".encode()) + 1
-    out = io.StringIO()
-    tail = RankLogTail([("rank 0", log), ("rank 1", tmp_path / "rank_1.log")], stream=out)
+    tail = RankLogTail([log, tmp_path / "rank_1.log"])
     log.write_bytes(text[:cut])
     # When the tail is pumped after each piece
-    tail.pump()
-    assert out.getvalue() == ""
+    assert tail.pump() == []
     with open(log, "ab") as f:
         f.write(text[cut:] + b"no newline yet")
-    tail.pump()
-    tail.pump(final=True)
-    # Then every line arrives once, whole and prefixed, the unterminated one at the end
-    assert out.getvalue().splitlines() == [
-        "[rank 0] epoch 1 ███ 30%",
-        "[rank 0] epoch 2 done",
-        "[rank 0] no newline yet",
-    ]
+    lines = tail.pump() + tail.pump(final=True)
+    # Then every line arrives once, whole and with its rank, the unterminated one at the end
+    assert lines == [(0, "epoch 1 ███ 30%"), (0, "epoch 2 done"), (0, "no newline yet")]

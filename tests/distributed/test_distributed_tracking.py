@@ -15,6 +15,7 @@ from jupyter_air.tracking import store as air_store
 from jupyter_air.tracking.links import NO_LINKS, links, public_url
 from jupyter_air.tracking.proxy import mlflow_server
 from jupyter_air.tracking.system_metrics import SystemMetrics
+from jupyter_air.tracking.ui_process import ui_command
 from jupyter_air.tracking.ui_server import server_args
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -52,8 +53,8 @@ def test_run_links(store, monkeypatch, tmp_path):
     # Given an HTTP tracking server, Then the links open the run and its experiment on it
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://mlflow.example/")
     found = links("3", "abc")
-    assert found.run == "https://mlflow.example/#/experiments/3/runs/abc"
-    assert found.experiment == "https://mlflow.example/#/experiments/3"
+    assert found.run == "https://mlflow.example/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert found.experiment == "https://mlflow.example/#/experiments/3?workflowType=machine_learning"
 
     # Given the embedded store and no Jupyter server, Then no link can be known
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'x.db'}")
@@ -120,10 +121,10 @@ def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home, tmp_
     socket = tmp_path / "mlflow.sock"
     spec = mlflow_server(socket)
 
-    # Then it starts jupyter_air's MLflow UI process on the proxy's Unix socket
-    assert spec["command"][-3:] == ["-m", "jupyter_air.tracking.ui_server", "{unix_socket}"]
-    assert spec["unix_socket"] == str(socket) and "port" not in spec
-    assert spec["absolute_url"] is False and spec["timeout"] >= 60
+    # Then it proxies to the UI process's Unix socket, and that process is jupyter_air's MLflow UI
+    assert spec["unix_socket"] == str(socket) and "port" not in spec and "command" not in spec
+    assert spec["absolute_url"] is False
+    assert ui_command(socket)[-3:] == ["-m", "jupyter_air.tracking.ui_server", str(socket)]
     # And that process serves this store and artifact root with uvicorn on that socket only
     args = server_args(air_store.tracking_uri(), socket, tmp_path / "logging.json")
     assert args[args.index("--backend-store-uri") + 1] == air_store.tracking_uri()

@@ -65,3 +65,17 @@ def test_reservations_never_share_a_gpu(air, tmp_path):
     store.finish(first.job_run_id, "SUCCEEDED")
     assert store.reserve_gpus(second.job_run_id, 2, [0, 1, 2]) == [0, 1]
     store.finish(second.job_run_id, "SUCCEEDED")
+
+
+@pytest.mark.parametrize("gpu_source_env", ["simulated"])
+def test_the_simulated_gpus_of_a_demo_are_the_cli_s_too_and_said_to_be_simulated(air, tmp_path, fake_nvml, capsys):
+    # Given the demo's JUPYTER_AIR_GPU_SOURCE=simulated (2 GPUs) on a node NVML sees differently
+    path = write_workload(tmp_path, command="echo hi", compute={"num_accelerators": 2})
+
+    # When a 2-GPU workload is checked
+    code = main(["run", "-f", str(path), "--dry-run"])
+
+    # Then the simulated GPUs are the ones counted, and the output says they are not real hardware
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "GPUs checked against the simulated GPU source" in err and "not real hardware" in err

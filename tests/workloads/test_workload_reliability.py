@@ -245,3 +245,63 @@ def test_a_job_database_from_an_earlier_version_gains_the_new_columns(tmp_path):
     assert store.get("job-old").tracking_uri is None
     spec = {"experiment_name": "e", "compute": {"num_accelerators": 0}, "max_retries": 0}
     assert store.create_job(spec, "w.yaml", "me", "local", "sqlite:///x.db").tracking_uri == "sqlite:///x.db"
+
+
+def test_a_shared_air_home_is_reported_once_with_the_fix(tmp_path, monkeypatch, caplog):
+    # Given an AIR_HOME made readable by others (as earlier versions created it)
+    from jupyter_air import home as air_home_module
+
+    shared = tmp_path / "shared-home"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv("AIR_HOME", str(shared))
+
+    # When it is used several times
+    for _ in range(3):
+        air_home_module.air_home()
+
+    # Then one warning says so and how to fix it, and the folder is left as the user set it
+    warnings = [r.getMessage() for r in caplog.records if "can be read by other users" in r.getMessage()]
+    assert warnings == [
+        f"AIR_HOME {shared} can be read by other users (mode 755) and holds job environments and "
+        f"runs: run `chmod 700 {shared}` to make it private."
+    ]
+
+
+def test_a_failure_right_after_the_attempts_run_is_created_ends_that_run(
+    tmp_path, tracking_uri, mlflow_client, monkeypatch
+):
+    # Given a job whose attempt cannot be recorded once its MLflow run exists (the job database fails)
+    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.supervisor import Supervisor
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
+    store = JobStore(tmp_path / "air")
+    spec = {
+        "experiment_name": "air-tests-record-fails",
+        "command": "true",
+        "compute": {"num_accelerators": 0},
+        "env_variables": {},
+        "parameters": {"lr": 0.1},
+        "max_retries": 0,
+        "retry_delay_seconds": 0,
+        "timeout_minutes": None,
+        "mlflow_run_name": "recorded",
+        "mlflow_artifact_location": None,
+        "code_source": {"root_path": str(tmp_path)},
+    }
+    job = store.create_job(spec, "w.yaml", "me", "local", tracking_uri)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk I/O error")
+
+    monkeypatch.setattr(store, "start_attempt", broken)
+
+    # When the supervisor runs it
+    code = Supervisor(store, job.job_run_id).run()
+
+    # Then the job failed with the reason, and the run it had created is FAILED, not left RUNNING
+    assert code == 1 and store.get(job.job_run_id).status == "FAILED"
+    experiment = mlflow_client.get_experiment_by_name("air-tests-record-fails")
+    (run,) = mlflow_client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FAILED" and "disk I/O error" in run.data.tags["air.error"]

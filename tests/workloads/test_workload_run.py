@@ -51,6 +51,7 @@ def finished(module_air, tmp_path_factory):
         experiment_name="air-tests-retry",
         command='echo "attempt $AIR_ATTEMPT"; test "$AIR_ATTEMPT" = 1',
         max_retries=1,
+        retry_delay_seconds=1,
     )
     failing = write_workload(folder, "failing.yaml", command="echo about to fail; exit 3")
     quick = module_air("run", "-f", str(write_workload(folder, "quick.yaml", command="true")), check=True)
@@ -137,6 +138,9 @@ def test_fail_then_succeed_is_one_job_with_two_mlflow_runs(finished, mlflow_clie
     assert by_attempt["0"].info.status == "FAILED" and by_attempt["0"].info.run_id == first["mlflow_run_id"]
     assert by_attempt["1"].info.status == "FINISHED" and by_attempt["1"].info.run_id == second["mlflow_run_id"]
     assert by_attempt["0"].info.run_name == "air-tests-retry"
+    assert by_attempt["1"].info.run_name == "air-tests-retry (retry 1)"
+    # And the retry waited retry_delay_seconds after the failed attempt
+    assert second["started_ms"] - first["ended_ms"] >= 1000
 
 
 def test_logs_of_each_attempt(finished, module_air):
@@ -255,3 +259,28 @@ def test_a_terminal_gets_a_coloured_table(finished, module_air):
     # Then the status is coloured (green for SUCCEEDED) in a table with the same columns
     assert "\x1b[" in shown and "SUCCEEDED" in shown
     assert "EXPERIMENT" in shown and finished["retry"]["job_run_id"] in shown
+
+
+def test_links_use_the_public_url_and_say_where_it_came_from(finished, module_air):
+    # Given a public address for this machine's Jupyter server (c.JupyterAir.public_url exports it)
+    job_id = finished["retry"]["job_run_id"]
+    env = {**module_air.env, "AIR_PUBLIC_URL": "https://gpu-box.example.org/lab/"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "jupyter_air.cli", "get", job_id], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    detail = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "jupyter_air.cli", "get", job_id, "-o", "json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+
+    # Then every attempt's link opens its run through that address, and the output says where it came from
+    for attempt in detail["attempts"]:
+        assert attempt["mlflow_run_url"] == (
+            f"https://gpu-box.example.org/lab/jupyter-air/runs/{attempt['mlflow_run_id']}/open"
+        )
+    assert "MLflow links:" in shown and "from AIR_PUBLIC_URL" in shown

@@ -68,6 +68,37 @@ def test_bad_workload_exits_2_with_its_message_and_creates_nothing(name, expecte
     assert_nothing_created(air, mlflow_client, experiment)
 
 
+def test_every_error_is_reported_in_one_pass_one_line_each(air, mlflow_client, capsys):
+    # Given a file with a wrong type on a field of several types, a reserved variable and a missing folder
+    # When it is submitted
+    code = main(["run", "-f", str(BAD / "many_errors.yaml")])
+
+    # Then each problem is one line, in file order, all in one pass, and nothing is created
+    err = capsys.readouterr().err
+    assert code == 2
+    problems = [line.strip() for line in err.splitlines()[1:]]
+    assert [p.split(": ", 2)[1] for p in problems] == [
+        "timeout_minutes",
+        "env_variables.MLFLOW_RUN_ID",
+        "code_source.root_path",
+    ], problems
+    assert problems[0].endswith("timeout_minutes: expected a number (got 'soon')")
+    assert_nothing_created(air, mlflow_client, "bad-many")
+
+
+def test_a_relative_artifact_location_is_relative_to_the_workload_file(tmp_path, capsys):
+    # Given a workload in a folder naming ./vol/artifacts, submitted from somewhere else
+    path = write_workload(tmp_path, command="true", mlflow_artifact_location="./vol/artifacts")
+
+    # When it is resolved
+    assert main(["run", "-f", str(path), "--dry-run", "-o", "json"]) == 0
+
+    # Then the location is under the workload's folder, as code_source.root_path is
+    workload = json.loads(capsys.readouterr().out)["workload"]
+    assert workload["mlflow_artifact_location"] == str(tmp_path / "vol" / "artifacts")
+    assert workload["retry_delay_seconds"] == 5
+
+
 def test_bad_workload_through_the_console_entry_point(air, mlflow_client):
     # Given the real command line, When a file with an unknown key is submitted
     result = air("run", "-f", str(BAD / "unknown_top_key.yaml"))

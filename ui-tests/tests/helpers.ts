@@ -29,6 +29,19 @@ export function isPoll(request: Request): boolean {
   return request.method() === 'GET' && new URL(request.url()).pathname.endsWith('/jupyter-air/gpu');
 }
 
+/**
+ * Whether a saved workspace (the body of its PUT) has the right sidebar open on `widgetId`: other
+ * saves, made before the panel was opened, list the panel among the sidebar's widgets too.
+ */
+export function rightSidebarShows(body: string | null, widgetId: string): boolean {
+  try {
+    const right = JSON.parse(body ?? '')?.data?.['layout-restorer:data']?.right;
+    return right?.current === widgetId && right?.collapsed === false;
+  } catch {
+    return false;
+  }
+}
+
 /** Open the panel through the command palette. */
 export async function openFromPalette(page: Page): Promise<void> {
   await page.keyboard.press('Control+Shift+C');

@@ -9,6 +9,7 @@ import {
   PANEL_ID,
   PLUGIN_ID,
   recordGpuRequests,
+  rightSidebarShows,
   shownValues,
   SIDEBAR_TAB,
   widenRightSidebar
@@ -42,7 +43,7 @@ test.describe('GPU panel, simulated GPUs', () => {
       request =>
         request.method() === 'PUT' &&
         request.url().includes('/lab/api/workspaces') &&
-        (request.postData() ?? '').includes(PANEL_ID)
+        rightSidebarShows(request.postData(), PANEL_ID)
     );
     await openFromPalette(page);
     // Then the panel is open with its GPUs

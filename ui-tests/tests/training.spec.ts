@@ -28,7 +28,7 @@ test('a distributed call links to its MLflow run, which opens in the MLflow UI',
   // When the cell runs
   await page.notebook.runCell(0);
   // Then its output shows every rank's lines and the finished run, names as text
-  const status = page.locator('.jp-Air-runStatus');
+  const status = page.locator('.jp-Air-runCard-header');
   await expect(status).toContainText('finished', { timeout: 180_000 });
   await expect(
     page.locator('.jp-OutputArea-output', { hasText: '[rank 1] all_reduce sum = 3.0' })

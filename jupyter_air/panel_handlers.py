@@ -1,0 +1,167 @@
+"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs, their logs and cancel.
+
+MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+
+import tornado.web
+from tornado.ioloop import IOLoop
+
+from .handlers import BaseHandler
+
+#: Bytes per write when a log file is downloaded.
+_DOWNLOAD_BLOCK_BYTES = 1 << 20
+
+
+class PanelHandler(BaseHandler):
+    """Shared parsing, and the run and job models (made on first use, one per server)."""
+
+    @property
+    def runs(self):
+        from .tracking.runs_query import RunsQuery
+
+        return self.settings.setdefault("jupyter_air_runs", RunsQuery(self.base_url))
+
+    @property
+    def jobs(self):
+        from .home import air_home_path
+        from .workloads.jobs_view import JobsView
+
+        return self.settings.setdefault("jupyter_air_jobs", JobsView(air_home_path(), self.base_url))
+
+    def int_argument(self, name: str, default: int, minimum: int, maximum: int | None = None) -> int:
+        """Query argument ``name`` as an integer in range; 400 saying what is accepted otherwise."""
+        value = self.get_query_argument(name, None)
+        if value is None or value == "":
+            return default
+        try:
+            parsed = int(value)
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed < minimum or (maximum is not None and parsed > maximum):
+            accepted = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
+            raise tornado.web.HTTPError(
+                400, "Query parameter %r must be an integer %s, got %r.", name, accepted, value[:100]
+            )
+        return parsed
+
+    async def call(self, function, *args):
+        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message."""
+        from .tracking.runs_query import QueryError
+        from .workloads.jobs_view import JobNotFound, NotActive, OutOfRange
+        from .workloads.logs import BadOffset
+
+        try:
+            return await IOLoop.current().run_in_executor(None, function, *args)
+        except (JobNotFound, OutOfRange) as err:
+            raise tornado.web.HTTPError(404, "%s", err.args[0]) from None
+        except (QueryError, BadOffset) as err:
+            raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
+        except NotActive as err:
+            raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
+
+
+class RunsHandler(PanelHandler):
+    """``GET runs?notebook=<path>[&since=&limit=&page_token=]``, or ``GET runs?from=<ms>&to=<ms>``."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        notebook = self.get_query_argument("notebook", None)
+        from_ms, to_ms = self.epoch_ms_argument("from"), self.epoch_ms_argument("to")
+        if notebook and from_ms is None and to_ms is None:
+            from .tracking.runs_query import DEFAULT_LIMIT, MAX_LIMIT
+
+            limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+            token = self.get_query_argument("page_token", None)
+            answer = await self.call(self.runs.notebook, self._paths(notebook), self.since(), limit, token)
+        elif from_ms is not None and to_ms is not None and not notebook:
+            if from_ms > to_ms:
+                raise tornado.web.HTTPError(
+                    400, "from=%d is after to=%d: give the earlier time as from.", from_ms, to_ms
+                )
+            answer = await self.call(self.runs.window, from_ms, to_ms)
+        else:
+            raise tornado.web.HTTPError(
+                400,
+                "Pass notebook=<the notebook's path, e.g. work/train.ipynb> for a notebook's runs, or "
+                "from=<epoch ms>&to=<epoch ms> for the runs active on this node in that window (not both).",
+            )
+        self.finish(json.dumps(answer))
+
+    def _paths(self, notebook: str) -> list[str]:
+        """The notebook's contents path and its path on disk: a kernel records the one Jupyter gives it
+        (``JPY_SESSION_NAME``, on disk for JupyterLab's sessions)."""
+        path = notebook.strip("/")
+        paths = [path]
+        try:
+            folder = self.kernel_manager.cwd_for_path(path)
+            paths.append(os.path.join(folder, posixpath.basename(path)))
+        except Exception as exc:  # noqa: BLE001 - a contents manager without disk paths: the contents path only
+            self.log.debug("jupyter_air: no disk path for %r: %s", path, exc)
+        return paths
+
+
+class JobsHandler(PanelHandler):
+    """``GET jobs[?limit=]``: every `air` job run, newest first."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        from .workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
+
+        limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        self.finish(json.dumps(await self.call(self.jobs.list, limit)))
+
+
+class JobHandler(PanelHandler):
+    """``GET jobs/<id>``: what ``air get -o json`` prints."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        self.finish(json.dumps(await self.call(self.jobs.get, job_run_id)))
+
+
+class JobCancelHandler(PanelHandler):
+    """``POST jobs/<id>/cancel``: stop the job; answers its summary once it has ended."""
+
+    @tornado.web.authenticated
+    async def post(self, job_run_id: str) -> None:
+        self.finish(json.dumps(await self.call(self.jobs.cancel, job_run_id)))
+
+
+class JobLogsHandler(PanelHandler):
+    """``GET jobs/<id>/logs?attempt=&node=&offset=``: the log from a byte offset and the next offset."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        attempt = self.int_argument("attempt", -1, -1)
+        node = self.int_argument("node", 0, 0)
+        offset = self.int_argument("offset", 0, 0)
+        self.finish(json.dumps(await self.call(self.jobs.logs, job_run_id, attempt, node, offset)))
+
+
+class JobLogDownloadHandler(PanelHandler):
+    """``GET jobs/<id>/logs/download?attempt=&node=``: the whole log file, as an attachment."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        attempt = self.int_argument("attempt", -1, -1)
+        node = self.int_argument("node", 0, 0)
+        path, number = await self.call(self.jobs.log_file, job_run_id, attempt, node)
+        name = f"{job_run_id}-attempt_{number}-node_{node}.log"
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+        try:
+            log = await IOLoop.current().run_in_executor(None, open, path, "rb")
+        except FileNotFoundError:
+            self.finish(b"")
+            return
+        with log:
+            while block := await IOLoop.current().run_in_executor(None, log.read, _DOWNLOAD_BLOCK_BYTES):
+                self.write(block)
+                await self.flush()
+        self.finish()

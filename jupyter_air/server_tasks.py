@@ -1,0 +1,65 @@
+"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, and
+starting the embedded MLflow UI once its store exists."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from tornado.ioloop import PeriodicCallback
+
+#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run.
+UI_CHECK_SECONDS = 1.0
+
+
+class JobChecks:
+    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone."""
+
+    def __init__(self, interval_seconds: float, log: logging.Logger):
+        self.log = log
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
+        self._running: Future | None = None
+        self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+
+    def start(self) -> None:
+        self._callback.start()
+
+    def stop(self) -> None:
+        self._callback.stop()
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _check(self) -> None:
+        if self._running is not None and not self._running.done():
+            return  # the previous check (stopping a workload, uploading its logs) is still at work
+        self._running = self._executor.submit(self._reap)
+
+    def _reap(self) -> None:
+        from .home import air_home_path
+        from .workloads.control import reap_if_any
+
+        home = air_home_path()
+        try:
+            for job_run_id in reap_if_any(home):
+                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
+        except Exception:  # a broken job database must not stop the checks
+            self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
+
+
+class UiAutostart:
+    """Starts the MLflow UI (``ui_process.MlflowUi``) as soon as its store exists, then stops looking."""
+
+    def __init__(self, ui):
+        self.ui = ui
+        self._callback = PeriodicCallback(self._check, UI_CHECK_SECONDS * 1000)
+
+    def start(self) -> None:
+        self._callback.start()
+
+    def stop(self) -> None:
+        self._callback.stop()
+
+    async def _check(self) -> None:
+        if self.ui.running:
+            self._callback.stop()
+            return
+        await self.ui.start_if_store_exists()

@@ -1,0 +1,275 @@
+"""The runs the panels list: a notebook's runs, newest first and paged, and the runs active on this node in a
+time window. Knows nothing of HTTP.
+
+Reads the Jupyter server's tracking store (its ``MLFLOW_TRACKING_URI``, else the embedded default), never
+creating it. Blocking (MLflow reads): call it off the event loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from jupyter_air.tracking.links import page_links, ui_root
+from jupyter_air.tracking.naming import NODE_TAG, default_experiment_name, node_name
+from jupyter_air.tracking.store import sqlite_path, tracking_uri
+
+NOTEBOOK_TAG = "air.notebook_path"
+SOURCE_TAG = "air.source"
+JOB_TAG = "air.job_run_id"
+PARENT_TAG = "mlflow.parentRunId"
+#: Metrics shown per run: the latest values of the first few by name (system metrics are the GPU panel's).
+MAX_METRICS = 8
+DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
+#: Most runs one timeline answer holds (the newest).
+MAX_WINDOW_RUNS = 200
+#: Seconds the list of experiments is reused: listing them costs as much as a search of runs, and a poll
+#: would otherwise list them every time.
+EXPERIMENTS_TTL_SECONDS = 5.0
+_ORDER = ["attributes.start_time DESC"]
+#: Characters written as LIKE's one-character wildcard in a tag pattern: quotes and backslashes cannot be
+#: written in MLflow's filter syntax, and % and _ are LIKE's own; matches are then checked exactly.
+_UNSAFE_IN_PATTERN = set("'\"\\%_")
+
+
+class QueryError(ValueError):
+    """A query that cannot be answered as asked (a malformed page token); the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ends: runs started before ``start_ms``, or at it but not among ``seen``."""
+
+    start_ms: int | None = None
+    seen: frozenset[str] = field(default_factory=frozenset)
+
+    def encode(self) -> str:
+        data = json.dumps({"t": self.start_ms, "s": sorted(self.seen)}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str | None) -> Cursor:
+        if not token:
+            return cls()
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            start_ms, seen = data["t"], data["s"]
+            if not isinstance(start_ms, int) or not all(isinstance(s, str) for s in seen):
+                raise TypeError
+        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
+            raise QueryError(
+                f"page_token {token[:40]!r} is not one this server gave out: pass the next_page_token of an "
+                "earlier answer, or leave it out to start from the newest run."
+            ) from None
+        return cls(start_ms, frozenset(seen))
+
+    def consumed(self, run) -> bool:
+        return run.info.start_time == self.start_ms and run.info.run_id in self.seen
+
+
+@dataclass(frozen=True)
+class _Query:
+    experiment_ids: list[str]
+    filter: str
+    keep: Callable[[object], bool]
+
+
+class RunsQuery:
+    """Answers the runs routes from the server's tracking store; links are rooted at ``base_url``."""
+
+    def __init__(self, base_url: str = "/"):
+        self.base_url = base_url
+        self._experiments_cache: tuple[str, float, dict[str, str]] | None = None
+        self._lock = threading.Lock()
+
+    def notebook(
+        self,
+        paths: Sequence[str],
+        since_ms: int | None = None,
+        limit: int = DEFAULT_LIMIT,
+        page_token: str | None = None,
+    ) -> dict:
+        """Runs started from the notebook (tag ``air.notebook_path`` equal to one of ``paths``, any experiment)
+        and runs of its default experiment, newest first; with ``since_ms``, only those started at or after it
+        (a panel asks from the start of the oldest run it holds as running, or of its newest run)."""
+        cursor = Cursor.decode(page_token)
+        default = default_experiment_name(paths[0])
+        answer = {"node": node_name(), "ui_url": ui_root(self.base_url), "default_experiment": default}
+        client = _client()
+        experiments = self._experiments_of(client)
+        if not experiments:
+            return {**answer, "runs": [], "next_page_token": None}
+        exact = set(paths)
+        default_id = next((i for i, name in experiments.items() if name == default), None)
+
+        def ours(run) -> bool:
+            return run.data.tags.get(NOTEBOOK_TAG) in exact or run.info.experiment_id == default_id
+
+        following = None
+        if since_ms is not None:
+            # A poll: the runs started since are few, so one search of them all, kept when they are the
+            # notebook's, costs half the two searches below (a search costs MLflow ~4 ms of CPU whatever it finds).
+            started = f"attributes.start_time >= {since_ms}"
+            runs, following = _page(client, [_Query(list(experiments), started, ours)], limit, cursor)
+        if since_ms is None or following is not None:
+            queries = [_Query(list(experiments), _tag_pattern(NOTEBOOK_TAG, paths), ours)]
+            if default_id is not None:
+                queries.append(_Query([default_id], "", ours))
+            if since_ms is not None:
+                started = f"attributes.start_time >= {since_ms}"
+                queries = [_Query(q.experiment_ids, _and(q.filter, started), q.keep) for q in queries]
+            runs, following = _page(client, queries, limit, cursor)
+        return {
+            **answer,
+            "runs": [run_json(r, experiments, self.base_url) for r in runs],
+            "next_page_token": following.encode() if following else None,
+        }
+
+    def window(self, from_ms: int, to_ms: int) -> dict:
+        """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
+        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`)."""
+        node = node_name()
+        answer = {"node": node, "from_ms": from_ms, "to_ms": to_ms, "ui_url": ui_root(self.base_url)}
+        client = _client()
+        experiments = self._experiments_of(client)
+        if not experiments:
+            return {**answer, "runs": [], "truncated": False}
+        started = f"attributes.start_time <= {to_ms}"
+        found, truncated = {}, False
+        for active in (f"attributes.end_time >= {from_ms}", "attributes.status = 'RUNNING'"):
+            batch = client.search_runs(
+                list(experiments), _and(started, active), max_results=MAX_WINDOW_RUNS, order_by=_ORDER
+            )
+            truncated |= len(batch) == MAX_WINDOW_RUNS
+            found.update({r.info.run_id: r for r in batch if _ours(r, node)})
+        runs = sorted(found.values(), key=_newest_first)[:MAX_WINDOW_RUNS]
+        return {**answer, "runs": [run_json(r, experiments, self.base_url) for r in runs], "truncated": truncated}
+
+    def _experiments_of(self, client) -> dict[str, str]:
+        """The store's active experiments by id, listed again after :data:`EXPERIMENTS_TTL_SECONDS`."""
+        if client is None:
+            return {}
+        uri, now = tracking_uri(), time.monotonic()
+        with self._lock:
+            cached = self._experiments_cache
+            if cached is not None and cached[0] == uri and now - cached[1] < EXPERIMENTS_TTL_SECONDS:
+                return cached[2]
+        found = _experiments(client)
+        with self._lock:
+            self._experiments_cache = (uri, now, found)
+        return found
+
+
+def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
+    """One run as the panels show it."""
+    info, tags, metrics = run.info, run.data.tags, run.data.metrics
+    shown = sorted(k for k in metrics if not k.startswith("system/"))[:MAX_METRICS]
+    node = tags.get(NODE_TAG)
+    return {
+        "run_id": info.run_id,
+        "run_name": info.run_name,
+        "experiment_id": info.experiment_id,
+        "experiment_name": experiments.get(info.experiment_id),
+        "status": info.status,
+        "start_ms": info.start_time,
+        "end_ms": info.end_time,
+        "source": source_of(tags),
+        "function": tags.get("air.function"),
+        "job_run_id": tags.get(JOB_TAG),
+        "attempt": _int(tags.get("air.attempt")),
+        "world_size": _int(tags.get("air.world_size")),
+        "gpus": _int(tags.get("air.gpus")),
+        "nodes": [node] if node else [],
+        "metrics": {k: metrics[k] for k in shown},
+        "metrics_count": len(metrics),
+        "params_count": len(run.data.params),
+        "parent_run_id": tags.get(PARENT_TAG),
+        "notebook_path": tags.get(NOTEBOOK_TAG),
+        "error": tags.get("air.error"),
+        "url": page_links(base_url, info.experiment_id, info.run_id).run,
+    }
+
+
+def source_of(tags: dict[str, str]) -> str | None:
+    """``distributed`` or ``magic`` (notebook calls), ``job`` (an ``air`` job's attempt), None for other runs."""
+    return tags.get(SOURCE_TAG) or ("job" if JOB_TAG in tags else None)
+
+
+def _client():
+    """A client on the server's store, or None while the embedded store does not exist (never creates it)."""
+    uri = tracking_uri()
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        return None
+    from jupyter_air.tracking.store import client
+
+    return client(uri)
+
+
+def _experiments(client) -> dict[str, str]:
+    """Names of the store's active experiments by id."""
+    found, token = {}, None
+    while True:
+        page = client.search_experiments(max_results=1000, page_token=token)
+        found.update({e.experiment_id: e.name for e in page})
+        token = page.token
+        if not token:
+            return found
+
+
+def _page(client, queries: list[_Query], limit: int, cursor: Cursor):
+    """The newest ``limit`` runs after ``cursor`` over several queries (merged, no duplicates), and the cursor of
+    the next page (None at the end). Each query brings its newest ``limit`` runs not yet given out, so the
+    newest ``limit`` of their union are the page's."""
+    want = limit + len(cursor.seen)
+    considered, kept, cut = {}, set(), False
+    for query in queries:
+        filter_string = query.filter
+        if cursor.start_ms is not None:
+            filter_string = _and(filter_string, f"attributes.start_time <= {cursor.start_ms}")
+        batch = client.search_runs(query.experiment_ids, filter_string, max_results=want, order_by=_ORDER)
+        considered.update({run.info.run_id: run for run in batch})
+        kept.update(run.info.run_id for run in batch if query.keep(run))
+        cut |= len(batch) == want
+    ordered = [r for r in sorted(considered.values(), key=_newest_first) if not cursor.consumed(r)]
+    page = ordered[:limit]
+    shown = [r for r in page if r.info.run_id in kept]
+    if not page or (not cut and len(ordered) <= limit):
+        return shown, None
+    last = page[-1].info.start_time
+    seen = {r.info.run_id for r in page if r.info.start_time == last}
+    if last == cursor.start_ms:
+        seen |= cursor.seen
+    return shown, Cursor(last, frozenset(seen))
+
+
+def _tag_pattern(tag: str, values: Sequence[str]) -> str:
+    """A LIKE filter matching every value that ends with the shortest of ``values`` (a superset; check exactly)."""
+    suffix = "".join("_" if c in _UNSAFE_IN_PATTERN or not c.isprintable() else c for c in min(values, key=len))
+    return f"tags.`{tag}` LIKE '%{suffix}'"
+
+
+def _and(*clauses: str) -> str:
+    return " and ".join(c for c in clauses if c)
+
+
+def _newest_first(run) -> tuple[int, str]:
+    return -(run.info.start_time or 0), run.info.run_id
+
+
+def _ours(run, node: str) -> bool:
+    """A run of jupyter_air started on ``node`` (runs recorded before the node tag existed count as local)."""
+    tags = run.data.tags
+    return source_of(tags) is not None and tags.get(NODE_TAG, node) == node
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

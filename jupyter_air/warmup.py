@@ -1,0 +1,56 @@
+"""Work done ahead in a kernel, so the first tracked call does not wait for it.
+
+When the magics load, MLflow is imported and the tracking store made ready on a background thread; our own
+calls wait for that thread rather than import MLflow beside it. When ``@distributed`` defines a call, the fork
+server that ranks start from is started: a separate process that imports torch, so the kernel itself never
+imports torch off its main thread (torch's import is not safe to run in two threads at once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+log = logging.getLogger(__name__)
+
+_threads: dict[str, threading.Thread] = {}
+_lock = threading.Lock()
+
+
+def warm_up(*parts: str) -> None:
+    """Start the background preparation of ``parts`` (``"tracking"``, ``"launcher"``), each once per process."""
+    with _lock:
+        for part in parts:
+            if part not in _threads:
+                thread = threading.Thread(target=_prepare, args=(part,), name=f"air-warm-up-{part}", daemon=True)
+                _threads[part] = thread
+                thread.start()
+
+
+def wait(part: str) -> None:
+    """Wait for the preparation of ``part`` if one was started (so nothing imports the same modules beside it)."""
+    thread = _threads.get(part)
+    if thread is not None and thread is not threading.current_thread():
+        thread.join()
+
+
+def _prepare(part: str) -> None:
+    try:
+        _STEPS[part]()
+    except Exception as exc:  # noqa: BLE001 - the call itself reports any real problem, with its context
+        log.debug("Warming up %s failed: %s", part, exc)
+
+
+def _tracking() -> None:
+    from jupyter_air.tracking.store import client
+
+    client()  # imports MLflow, creates or migrates the store under its lock
+
+
+def _launcher() -> None:
+    from jupyter_air.training.launch import start_fork_server
+
+    start_fork_server()
+
+
+_STEPS = {"tracking": _tracking, "launcher": _launcher}

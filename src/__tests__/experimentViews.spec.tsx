@@ -1,0 +1,158 @@
+/** Unit tests of the Experiment panel's views: names as text, nesting, Compare, Logs, Cancel, empty state. */
+import { nullTranslator } from '@jupyterlab/translation';
+import * as React from 'react';
+import { act } from 'react';
+import { createRoot, Root } from 'react-dom/client';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { ExperimentPanel } from '../experiment/components/ExperimentPanel';
+import { JobList } from '../experiment/components/JobList';
+import { RunList } from '../experiment/components/RunList';
+import { ExperimentModel } from '../experiment/model';
+import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
+
+const HOSTILE = '<img src=x onerror="window.__pwned=1">';
+const trans = nullTranslator.load('jupyter_air');
+
+let container: HTMLDivElement;
+let root: Root;
+
+function render(element: JSX.Element): void {
+  act(() => root.render(element));
+}
+
+beforeEach(() => {
+  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
+  container = document.createElement('div');
+  document.body.appendChild(container);
+  root = createRoot(container);
+});
+
+afterEach(() => {
+  act(() => root.unmount());
+  container.remove();
+});
+
+async function loadedModel(server: FakeRunsServer): Promise<ExperimentModel> {
+  const model = new ExperimentModel({ request: server.request });
+  model.notebookPath = 'train.ipynb';
+  model.setVisible(true);
+  await model.refresh();
+  return model;
+}
+
+describe('Experiment views', () => {
+  it('shows run, experiment, metric and job names as text, children under their parent', () => {
+    // Given runs whose names hold HTML, one nested in the other, and a job in such an experiment
+    const parent = { ...makeRun('p', T0), run_name: HOSTILE, experiment_name: HOSTILE };
+    const child = { ...makeRun('c', T0 + 1), parent_run_id: 'p', metrics: { [HOSTILE]: 1.5 } };
+    const job = { ...makeJob('job-1'), experiment_name: HOSTILE };
+    // When rendered
+    render(
+      <>
+        <RunList
+          runs={[parent]}
+          childrenOf={id => (id === 'p' ? [child] : [])}
+          selected={new Set()}
+          onToggle={() => undefined}
+          nowMs={T0 + 10_000}
+          trans={trans}
+        />
+        <JobList
+          jobs={[job]}
+          nowMs={T0}
+          onOpenLogs={() => undefined}
+          onCancel={() => undefined}
+          trans={trans}
+        />
+      </>
+    );
+    // Then no element was made from the names, which read as typed
+    expect(container.querySelector('img')).toBeNull();
+    expect(container.querySelector('.jp-Air-run-name')?.textContent).toBe(HOSTILE);
+    expect(container.querySelectorAll('.jp-Air-run-experiment')[0].textContent).toBe(HOSTILE);
+    // And the child is listed inside its parent's entry, its duration shown
+    const nested = container.querySelector('[data-run-id="p"] [data-run-id="c"]');
+    expect(nested?.querySelector('.jp-Air-metric-key')?.textContent).toBe(HOSTILE);
+    expect(container.querySelector('[data-run-id="p"] .jp-Air-run-duration')?.textContent).toBe(
+      '5.0s'
+    );
+  });
+
+  it('offers Cancel for active jobs only, and opens the log of an attempt', () => {
+    const onOpenLogs = vi.fn();
+    const onCancel = vi.fn();
+    const running = makeJob('job-run');
+    const done = makeJob('job-done', 'SUCCEEDED');
+    render(
+      <JobList
+        jobs={[running, done]}
+        nowMs={T0}
+        onOpenLogs={onOpenLogs}
+        onCancel={onCancel}
+        trans={trans}
+      />
+    );
+    expect(container.querySelectorAll('.jp-Air-job-cancel')).toHaveLength(1);
+    act(() => (container.querySelector('.jp-Air-job-cancel') as HTMLButtonElement).click());
+    expect(onCancel).toHaveBeenCalledWith(running);
+    const logs = container.querySelector('[data-job-id="job-done"] .jp-Air-job-logs');
+    act(() => (logs as HTMLButtonElement).click());
+    expect(onOpenLogs).toHaveBeenCalledWith('job-done', 0, 0);
+  });
+
+  it('compares two selected runs in the MLflow UI', async () => {
+    // Given a panel with three runs
+    const server = new FakeRunsServer();
+    server.runs.set('train.ipynb', [makeRun('a', T0), makeRun('b', T0 + 1), makeRun('c', T0 + 2)]);
+    const model = await loadedModel(server);
+    const onOpenUrl = vi.fn();
+    const panel = (
+      <ExperimentPanel
+        model={model}
+        revision={1}
+        onOpenUrl={onOpenUrl}
+        onOpenLogs={() => undefined}
+        onCancelJob={() => undefined}
+        trans={trans}
+      />
+    );
+    render(panel);
+    const compare = () => container.querySelector('.jp-Air-compare') as HTMLButtonElement;
+    const select = (id: string) =>
+      act(() =>
+        (container.querySelector(`[data-run-id="${id}"] .jp-Air-run-select`) as HTMLElement).click()
+      );
+    // When one run is selected, Then Compare is off; when two are, it opens MLflow's compare view
+    select('a');
+    expect(compare().disabled).toBe(true);
+    select('c');
+    expect(compare().disabled).toBe(false);
+    expect(compare().textContent).toBe('Compare (2)');
+    act(() => compare().click());
+    expect(onOpenUrl).toHaveBeenCalledWith(model.compareUrl(['a', 'c']));
+    expect(onOpenUrl.mock.calls[0][0]).toContain('#/compare-runs?runs=');
+    model.dispose();
+  });
+
+  it('explains how runs and jobs get there when there are none', async () => {
+    const server = new FakeRunsServer();
+    const model = await loadedModel(server);
+    render(
+      <ExperimentPanel
+        model={model}
+        revision={1}
+        onOpenUrl={() => undefined}
+        onOpenLogs={() => undefined}
+        onCancelJob={() => undefined}
+        trans={trans}
+      />
+    );
+    const text = container.textContent ?? '';
+    expect(text).toContain('No runs from this notebook yet');
+    for (const code of ['train.distributed(…)', '%%air_run', '/Users/alice/train', 'air run']) {
+      expect(text).toContain(code);
+    }
+    model.dispose();
+  });
+});

@@ -1,0 +1,187 @@
+/** An in-memory stand-in for the runs and jobs routes, behind the models' request seam. */
+import { RequestError } from '../request';
+import {
+  IJob,
+  ILogChunk,
+  IRun,
+  IRunsPayload,
+  IRunWindowPayload,
+  JobStatus,
+  RunStatus
+} from '../experiment/tokens';
+
+export const T0 = 1_764_420_000_000;
+
+export function makeRun(id: string, startMs: number, status: RunStatus = 'FINISHED'): IRun {
+  return {
+    run_id: id,
+    run_name: `run ${id}`,
+    experiment_id: '1',
+    experiment_name: '/Users/alice/train',
+    status,
+    start_ms: startMs,
+    end_ms: status === 'RUNNING' ? null : startMs + 5000,
+    source: 'distributed',
+    function: 'train',
+    job_run_id: null,
+    attempt: null,
+    world_size: 2,
+    gpus: 2,
+    nodes: ['node-1'],
+    metrics: { loss: 0.25 },
+    metrics_count: 1,
+    params_count: 2,
+    parent_run_id: null,
+    notebook_path: '/home/alice/train.ipynb',
+    error: null,
+    url: `/jupyter-air/runs/${id}/open`
+  };
+}
+
+export function makeJob(id: string, status: JobStatus = 'RUNNING'): IJob {
+  return {
+    job_run_id: id,
+    status,
+    experiment_name: 'my-training',
+    experiment_id: '2',
+    user: 'alice',
+    executor: 'local',
+    submitted_ms: T0,
+    started_ms: T0 + 1000,
+    ended_ms: status === 'RUNNING' || status === 'PENDING' ? null : T0 + 9000,
+    duration_seconds: 8,
+    num_attempts: 1,
+    max_retries: 0,
+    mlflow_run_id: `run-of-${id}`,
+    num_accelerators: 0,
+    gpus: [],
+    exit_code: null,
+    error: null,
+    num_nodes: 1,
+    attempts: [
+      {
+        attempt: 0,
+        status: status === 'RUNNING' ? 'RUNNING' : 'FINISHED',
+        mlflow_run_id: `run-of-${id}`,
+        mlflow_run_url: null,
+        url: `/jupyter-air/runs/run-of-${id}/open`,
+        started_ms: T0 + 1000,
+        ended_ms: null,
+        exit_code: null,
+        error: null
+      }
+    ]
+  };
+}
+
+/** Runs per notebook path, jobs, and logs; records every request. */
+export class FakeRunsServer {
+  runs = new Map<string, IRun[]>();
+  jobs: IJob[] = [];
+  /** The bytes of each job's log (ASCII in these tests, so characters are bytes). */
+  logs = new Map<string, string>();
+  /** Attempts that have ended, by job. */
+  ended = new Set<string>();
+  windowRuns: IRun[] = [];
+  calls: { endpoint: string; method: string }[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  delayMs = 0;
+  failWith: RequestError | null = null;
+
+  get requests(): string[] {
+    return this.calls.map(c => `${c.method} ${c.endpoint}`);
+  }
+
+  request = async <T>(endpoint: string, init?: RequestInit): Promise<T> => {
+    const method = init?.method ?? 'GET';
+    this.calls.push({ endpoint, method });
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.delayMs > 0) {
+        await new Promise(resolve => setTimeout(resolve, this.delayMs));
+      }
+      if (this.failWith) {
+        throw this.failWith;
+      }
+      return this.answer(endpoint, method) as T;
+    } finally {
+      this.inFlight -= 1;
+    }
+  };
+
+  private answer(endpoint: string, method: string): unknown {
+    const [path, query = ''] = endpoint.split('?');
+    const params = new URLSearchParams(query);
+    if (path === 'runs' && params.has('notebook')) {
+      return this.notebookRuns(params);
+    }
+    if (path === 'runs') {
+      const answer: IRunWindowPayload = {
+        node: 'node-1',
+        from_ms: Number(params.get('from')),
+        to_ms: Number(params.get('to')),
+        ui_url: '/mlflow/',
+        runs: this.windowRuns,
+        truncated: false
+      };
+      return answer;
+    }
+    if (path === 'jobs') {
+      return { jobs: this.jobs };
+    }
+    const cancel = /^jobs\/([^/]+)\/cancel$/.exec(path);
+    if (cancel && method === 'POST') {
+      const job = this.jobs.find(j => j.job_run_id === decodeURIComponent(cancel[1]));
+      if (job) {
+        job.status = 'CANCELED';
+      }
+      return job;
+    }
+    const logs = /^jobs\/([^/]+)\/logs$/.exec(path);
+    if (logs) {
+      return this.logChunk(decodeURIComponent(logs[1]), params);
+    }
+    throw new RequestError(`jupyter-air/${path} answered 404`, 'unavailable', 404);
+  }
+
+  private notebookRuns(params: URLSearchParams): IRunsPayload {
+    const all = [...(this.runs.get(params.get('notebook') ?? '') ?? [])].sort(
+      (a, b) => b.start_ms - a.start_ms
+    );
+    const since = params.get('since');
+    const limit = Number(params.get('limit') ?? 50);
+    const from = Number(params.get('page_token') ?? 0);
+    const matching = since === null ? all : all.filter(r => r.start_ms >= Number(since));
+    const page = matching.slice(from, from + limit);
+    return {
+      node: 'node-1',
+      ui_url: '/mlflow/',
+      default_experiment: '/Users/alice/train',
+      runs: page,
+      next_page_token: from + limit < matching.length ? String(from + limit) : null
+    };
+  }
+
+  private logChunk(jobRunId: string, params: URLSearchParams): ILogChunk {
+    const text = this.logs.get(jobRunId) ?? '';
+    const offset = Number(params.get('offset') ?? 0);
+    const finished = this.ended.has(jobRunId);
+    const rest = text.slice(offset);
+    const cut = finished ? rest.length : rest.lastIndexOf('\n') + 1;
+    const next = offset + cut;
+    return {
+      job_run_id: jobRunId,
+      job_status: finished ? 'SUCCEEDED' : 'RUNNING',
+      attempt: 0,
+      attempt_status: finished ? 'FINISHED' : 'RUNNING',
+      node: Number(params.get('node') ?? 0),
+      offset,
+      next_offset: next,
+      size_bytes: text.length,
+      complete: finished && next === text.length,
+      text: rest.slice(0, cut)
+    };
+  }
+}

@@ -1,0 +1,49 @@
+/** The Logs view's content: which log, its state, and its lines. */
+import type { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+
+import type { LogModel } from '../logModel';
+
+export interface ILogViewProps {
+  model: LogModel;
+  revision: number;
+  trans: TranslationBundle;
+}
+
+export function LogView(props: ILogViewProps): JSX.Element {
+  const { model, trans } = props;
+  const attempt =
+    model.attempt < 0 ? trans.__('latest attempt') : trans.__('attempt %1', model.attempt);
+  const following = !model.complete && model.error === null;
+  return (
+    <div className="jp-Air-log-body">
+      <div className="jp-Air-log-header">
+        <span className="jp-Air-job-id">{model.jobRunId}</span>
+        <span>{attempt}</span>
+        <span>{trans.__('node %1', model.node)}</span>
+        {model.attemptStatus ? (
+          <span className={`jp-Air-run-status jp-Air-status-text-${model.attemptStatus}`}>
+            {model.attemptStatus.toLowerCase()}
+          </span>
+        ) : null}
+        <span className="jp-Air-log-state" data-complete={model.complete}>
+          {following ? trans.__('following…') : model.complete ? trans.__('complete') : ''}
+        </span>
+      </div>
+      {model.error ? (
+        <div className="jp-Air-banner jp-Air-error" role="alert">
+          {model.error.message}
+        </div>
+      ) : null}
+      {model.droppedLines > 0 ? (
+        <div className="jp-Air-log-dropped">
+          {trans.__(
+            '%1 earlier lines are not shown; Download has the whole log.',
+            model.droppedLines
+          )}
+        </div>
+      ) : null}
+      <pre className="jp-Air-log-text">{model.lines.join('\n')}</pre>
+    </div>
+  );
+}

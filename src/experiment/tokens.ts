@@ -1,0 +1,142 @@
+/** Identifiers, settings and REST payload types of the Experiment panel and the Logs view. */
+
+export const EXPERIMENT_PLUGIN_ID = 'jupyter-air:experiment';
+export const STATUS_BAR_PLUGIN_ID = 'jupyter-air:status-bar';
+export const EXPERIMENT_PANEL_ID = 'jupyter-air-experiment-panel';
+
+export namespace ExperimentCommandIDs {
+  export const openExperimentPanel = 'jupyter-air:open-experiment-panel';
+  export const refreshExperimentPanel = 'jupyter-air:refresh-experiment-panel';
+  export const openJobLogs = 'jupyter-air:open-job-logs';
+}
+
+/** The id of the Logs tab of a log, so opening it again shows the open tab. */
+export function logWidgetId(jobRunId: string, attempt: number, node: number): string {
+  return `jupyter-air-logs-${jobRunId}-${attempt}-${node}`;
+}
+
+/** User settings of the Experiment panel (see schema/experiment.json). */
+export interface IExperimentSettings {
+  /** Seconds between two polls while something runs. */
+  pollIntervalSeconds: number;
+  /** Seconds hidden or without activity before polling pauses. */
+  inactivityTimeoutSeconds: number;
+}
+
+export const DEFAULT_EXPERIMENT_SETTINGS: IExperimentSettings = {
+  pollIntervalSeconds: 5,
+  inactivityTimeoutSeconds: 300
+};
+
+/** Run statuses of MLflow. */
+export type RunStatus = 'RUNNING' | 'SCHEDULED' | 'FINISHED' | 'FAILED' | 'KILLED';
+
+/** One MLflow run as `GET jupyter-air/runs` describes it. */
+export interface IRun {
+  run_id: string;
+  run_name: string | null;
+  experiment_id: string;
+  experiment_name: string | null;
+  status: RunStatus;
+  start_ms: number;
+  end_ms: number | null;
+  /** `distributed`, `magic` (notebook calls), `job` (an `air` job's attempt), or null for other runs. */
+  source: string | null;
+  function: string | null;
+  job_run_id: string | null;
+  attempt: number | null;
+  world_size: number | null;
+  gpus: number | null;
+  nodes: string[];
+  /** Latest values of up to 8 metrics, by name. */
+  metrics: Record<string, number>;
+  metrics_count: number;
+  params_count: number;
+  parent_run_id: string | null;
+  notebook_path: string | null;
+  error: string | null;
+  /** Opens the run in the MLflow UI; null when no UI serving the store is known. */
+  url: string | null;
+}
+
+/** Answer of `GET jupyter-air/runs?notebook=`. */
+export interface IRunsPayload {
+  node: string;
+  ui_url: string | null;
+  default_experiment: string;
+  runs: IRun[];
+  next_page_token: string | null;
+}
+
+/** Answer of `GET jupyter-air/runs?from=&to=`. */
+export interface IRunWindowPayload {
+  node: string;
+  from_ms: number;
+  to_ms: number;
+  ui_url: string | null;
+  runs: IRun[];
+  truncated: boolean;
+}
+
+/** One attempt of an `air` job. */
+export interface IJobAttempt {
+  attempt: number;
+  status: RunStatus;
+  mlflow_run_id: string | null;
+  mlflow_run_url: string | null;
+  /** Opens the attempt's run from this page. */
+  url: string | null;
+  started_ms: number;
+  ended_ms: number | null;
+  exit_code: number | null;
+  error: string | null;
+}
+
+/** Job statuses of `air`. */
+export type JobStatus = 'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELED' | 'TIMED_OUT';
+
+/** One `air` job (the shape of `air list -o json`, with attempts and nodes). */
+export interface IJob {
+  job_run_id: string;
+  status: JobStatus;
+  experiment_name: string;
+  experiment_id: string | null;
+  user: string;
+  executor: string;
+  submitted_ms: number;
+  started_ms: number | null;
+  ended_ms: number | null;
+  duration_seconds: number | null;
+  num_attempts: number;
+  max_retries: number;
+  mlflow_run_id: string | null;
+  num_accelerators: number;
+  gpus: number[];
+  exit_code: number | null;
+  error: string | null;
+  num_nodes: number;
+  attempts: IJobAttempt[];
+}
+
+/** Answer of `GET jupyter-air/jobs`. */
+export interface IJobsPayload {
+  jobs: IJob[];
+}
+
+/** Answer of `GET jupyter-air/jobs/<id>/logs`. */
+export interface ILogChunk {
+  job_run_id: string;
+  job_status: JobStatus;
+  attempt: number;
+  attempt_status: RunStatus;
+  node: number;
+  offset: number;
+  next_offset: number;
+  size_bytes: number;
+  /** True once the attempt has ended and everything was read. */
+  complete: boolean;
+  text: string;
+}
+
+/** Job statuses that may still change. */
+export const ACTIVE_JOB_STATUSES: JobStatus[] = ['PENDING', 'RUNNING'];

@@ -1,0 +1,72 @@
+"""POST jupyter-air/runs/<id>/stop: a Stop request reaches the live run without waiting for its kernel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_air.tracking.stops import LiveRun
+
+
+@pytest.fixture
+def air_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    return tmp_path / "air"
+
+
+async def stop(jp_fetch, run_id: str):
+    return await jp_fetch("jupyter-air", "runs", run_id, "stop", method="POST", body=b"")
+
+
+async def test_a_stop_request_reaches_the_live_run(jp_fetch, air_home):
+    # Given a run in progress in this process (as in a busy kernel)
+    live = LiveRun("0a1b2c3d4e5f")
+    assert not live.requested()
+
+    # When the Stop route is called
+    response = await stop(jp_fetch, "0a1b2c3d4e5f")
+
+    # Then it answers at once, and the run's process sees the request
+    assert response.code == 200
+    assert json.loads(response.body) == {"run_id": "0a1b2c3d4e5f", "stop_requested": True}
+    assert live.requested()
+    # And once the run ends nothing is left behind, and a later request is refused
+    live.close()
+    assert list((air_home / "live-runs").iterdir()) == []
+    with pytest.raises(HTTPClientError) as refused:
+        await stop(jp_fetch, "0a1b2c3d4e5f")
+    assert refused.value.code == 409
+
+
+async def test_a_run_that_is_not_running_here_cannot_be_stopped(jp_fetch, air_home):
+    # Given no live run, When its Stop is requested, Then 409 says there is nothing to stop
+    with pytest.raises(HTTPClientError) as refused:
+        await stop(jp_fetch, "feedface")
+    body = json.loads(refused.value.response.body)
+    assert refused.value.code == 409
+    assert "Run feedface is not running in a kernel or script" in body["message"]
+    assert "nothing to stop" in body["message"]
+
+
+async def test_a_run_whose_process_died_is_forgotten(jp_fetch, air_home):
+    # Given a live run registered by a process that then died (a kernel killed mid-run)
+    code = "from jupyter_air.tracking.stops import LiveRun; LiveRun('deadbeef')"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert (air_home / "live-runs" / "deadbeef.pid").exists()
+
+    # When its Stop is requested, Then it is refused and its registration removed
+    with pytest.raises(HTTPClientError) as refused:
+        await stop(jp_fetch, "deadbeef")
+    assert refused.value.code == 409
+    assert list((air_home / "live-runs").iterdir()) == []
+
+
+async def test_a_run_id_that_is_too_long_is_a_bad_request(jp_fetch, air_home):
+    with pytest.raises(HTTPClientError) as refused:
+        await stop(jp_fetch, "a" * 65)
+    assert refused.value.code == 400
+    assert "is not an MLflow run id" in json.loads(refused.value.response.body)["message"]

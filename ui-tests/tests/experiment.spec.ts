@@ -1,0 +1,226 @@
+/**
+ * The Experiment panel, the Logs view, runs on the GPU charts and the status bar readout, against a real
+ * server with simulated GPUs: notebooks train on 2 CPU ranks and run `%%air_run` cells, `air run` starts a job.
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import type { Page } from '@playwright/test';
+
+import { openNotebook, widenRightSidebar } from './helpers';
+
+const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
+const LEFT_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]';
+
+const TRAIN = `%load_ext jupyter_air
+from jupyter_air import distributed
+
+@distributed(gpus=2, run_name="ddp-baseline")
+def train(lr):
+    import os, time, mlflow, torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    t = torch.ones(1) * (dist.get_rank() + 1)
+    dist.all_reduce(t)
+    time.sleep(8)
+    if dist.get_rank() == 0:
+        with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]):
+            mlflow.log_metric("train_loss", 0.125)
+    return t.item() * lr
+
+train.distributed(0.1)`;
+
+/** A %%air_run cell with a distributed call nested in its run. */
+const CELL_RUN = `%%air_run --run-name cell-run
+import mlflow
+mlflow.log_metric("accuracy", 0.875)
+
+@distributed(gpus=2, run_name="nested-call")
+def evaluate():
+    import torch.distributed as dist
+    dist.init_process_group("gloo")
+    return dist.get_rank()
+
+evaluate.distributed()`;
+
+/** A %%air_run cell that lasts a few GPU samples. */
+const TIMELINE_RUN = `%%air_run --run-name timeline-run
+import time
+time.sleep(8)`;
+
+/** A cell that submits an `air` job printing a line every half second for two minutes. */
+const SUBMIT_JOB = `import pathlib, subprocess, sys, textwrap
+pathlib.Path("steps.py").write_text(textwrap.dedent('''
+    import time
+    for i in range(240):
+        print(f"step {i} loss {1 / (i + 1):.4f}", flush=True)
+        time.sleep(0.5)
+'''))
+pathlib.Path("workload.yaml").write_text(
+    "experiment_name: ui-logs\\n"
+    f"command: {sys.executable} steps.py\\n"
+    "compute: {num_accelerators: 0}\\n"
+    "mlflow_run_name: steps\\n"
+)
+job = subprocess.run([sys.executable, "-m", "jupyter_air.cli", "run", "-f", "workload.yaml"],
+                     capture_output=True, text=True, check=True).stdout.strip()
+print(job)`;
+
+async function openExperimentPanel(page: IJupyterLabPageFixture): Promise<void> {
+  await page.locator(LEFT_TAB).click();
+  await expect(page.locator(EXPERIMENT_PANEL)).toBeVisible();
+}
+
+/** The row of a run in the Experiment panel, by its name. */
+function runRow(page: Page, name: string) {
+  return page.locator(`${EXPERIMENT_PANEL} .jp-Air-run`, {
+    has: page.locator(':scope > .jp-Air-run-main .jp-Air-run-name', { hasText: name })
+  });
+}
+
+test.describe('Experiment panel', () => {
+  test('shows the notebook runs live, nested by source, and compares them in MLflow', async ({
+    page,
+    tmpPath
+  }, testInfo) => {
+    test.setTimeout(420_000);
+    // Given a notebook that trains on 2 ranks, then runs a %%air_run cell, and the panel open
+    await openNotebook(page, `${tmpPath}/experiment.ipynb`, [TRAIN, CELL_RUN]);
+    await openExperimentPanel(page);
+    const panel = page.locator(EXPERIMENT_PANEL);
+    await expect(panel.locator('.jp-Air-notebook')).toHaveText('experiment.ipynb');
+    await expect(panel.locator('.jp-Air-runs-empty')).toContainText('%%air_run');
+
+    // When the training cell runs
+    void page.notebook.runCell(0);
+    // Then its run shows up running, then finished, with its source and last metric
+    const ddp = runRow(page, 'ddp-baseline');
+    await expect(ddp).toHaveAttribute('data-status', 'RUNNING', { timeout: 180_000 });
+    await expect(ddp.locator('.jp-Air-status-dot').first()).toHaveClass(/jp-Air-status-RUNNING/);
+    await expect(ddp).toHaveAttribute('data-status', 'FINISHED', { timeout: 180_000 });
+    await expect(ddp.locator('.jp-Air-source-badge').first()).toHaveText('distributed');
+    await expect(ddp.locator('.jp-Air-metric').first()).toHaveText('train_loss 0.125');
+    await expect(ddp.locator('.jp-Air-run-duration').first()).toHaveText(/^\d+\.\ds$/);
+
+    // When the %%air_run cell, which makes a distributed call of its own, runs
+    await page.notebook.runCell(1);
+    // Then its run is listed above the first one, as a cell run, with the nested call under it
+    const cell = runRow(page, 'cell-run');
+    await expect(cell).toHaveAttribute('data-status', 'FINISHED', { timeout: 180_000 });
+    await expect(cell.locator('.jp-Air-source-badge').first()).toHaveText('cell');
+    const nested = cell.locator('.jp-Air-runs .jp-Air-run');
+    await expect(nested.locator('.jp-Air-run-name')).toHaveText(['nested-call']);
+    await expect(nested).toHaveAttribute('data-status', 'FINISHED');
+    await expect(
+      panel.locator('.jp-Air-experiment > .jp-Air-runs-section > .jp-Air-runs > .jp-Air-run')
+    ).toHaveCount(2);
+    await panel.screenshot({ path: testInfo.outputPath('experiment-panel.png') });
+
+    // When both are selected and Compare is clicked
+    await ddp.locator('.jp-Air-run-select').first().check();
+    await cell.locator('.jp-Air-run-select').first().check();
+    const compare = panel.locator('.jp-Air-compare');
+    await expect(compare).toHaveText('Compare (2)');
+    const popup = page.context().waitForEvent('page');
+    await compare.click();
+    // Then MLflow's compare view of the two runs opens
+    const mlflow = await popup;
+    expect(decodeURIComponent(mlflow.url())).toMatch(
+      /\/mlflow\/#\/compare-runs\?runs=\["[0-9a-f]{32}","[0-9a-f]{32}"\]/
+    );
+    await expect(mlflow.getByText(/Comparing 2 Runs/).first()).toBeVisible({ timeout: 150_000 });
+    await mlflow.screenshot({ path: testInfo.outputPath('mlflow-compare.png') });
+    await mlflow.close();
+  });
+
+  test('follows an air job in the Logs view and cancels it from the panel', async ({
+    page,
+    tmpPath
+  }, testInfo) => {
+    test.setTimeout(240_000);
+    // Given a job started with `air run` from a notebook, and the panel open
+    await openNotebook(page, `${tmpPath}/jobs.ipynb`, [SUBMIT_JOB]);
+    await openExperimentPanel(page);
+    await page.notebook.runCell(0);
+    const jobId = ((await page.notebook.getCellTextOutput(0)) ?? [''])[0].trim();
+    expect(jobId).toMatch(/^job-[0-9a-f]{12}$/);
+    const job = page.locator(`${EXPERIMENT_PANEL} .jp-Air-job[data-job-id="${jobId}"]`);
+    await expect(job).toHaveAttribute('data-status', 'RUNNING', { timeout: 60_000 });
+    await expect(job.locator('.jp-Air-attempt')).toHaveCount(1);
+    await expect(job.locator('.jp-Air-attempt a')).toHaveAttribute(
+      'href',
+      /\/jupyter-air\/runs\/[0-9a-f]{32}\/open$/
+    );
+
+    // When its Logs are opened
+    await job.locator('.jp-Air-job-logs').click();
+    // Then a main-area tab follows the log as it grows
+    const view = page.locator('.jp-Air-log-widget');
+    const text = view.locator('.jp-Air-log-text');
+    await expect(text).toContainText('step 2 loss', { timeout: 30_000 });
+    const lines = async () => ((await text.textContent()) ?? '').split('\n').length;
+    const seen = await lines();
+    await expect.poll(lines, { timeout: 30_000 }).toBeGreaterThan(seen + 4);
+    await expect(view.locator('.jp-Air-log-state')).toHaveText('following…');
+    await view.getByText('Jump to end').click();
+    await view.screenshot({ path: testInfo.outputPath('job-logs.png') });
+    // And Download gives the whole log file
+    const download = page.waitForEvent('download');
+    await view.getByText('Download').click();
+    expect((await download).suggestedFilename()).toBe(`${jobId}-attempt_0-node_0.log`);
+
+    // When Cancel is clicked in the panel and confirmed
+    await job.locator('.jp-Air-job-cancel').click();
+    await page.locator('.jp-Dialog .jp-mod-warn', { hasText: 'Cancel job' }).click();
+    // Then the job ends CANCELED, its attempt KILLED, and the Logs view has read the whole log
+    await expect(job).toHaveAttribute('data-status', 'CANCELED', { timeout: 60_000 });
+    await expect(job.locator('.jp-Air-attempt .jp-Air-status-text-KILLED')).toHaveText('killed');
+    await expect(view.locator('.jp-Air-log-state')).toHaveText('complete', { timeout: 30_000 });
+    await page
+      .locator(`${EXPERIMENT_PANEL} .jp-Air-jobs-section`)
+      .screenshot({ path: testInfo.outputPath('experiment-workloads.png') });
+  });
+
+  test('runs are shaded on the GPU charts, and the status bar reads the GPUs', async ({
+    page,
+    tmpPath
+  }, testInfo) => {
+    test.setTimeout(180_000);
+    // Given a run of a %%air_run cell that lasted a few GPU samples
+    await openNotebook(page, `${tmpPath}/timeline.ipynb`, ['%load_ext jupyter_air', TIMELINE_RUN]);
+    await page.notebook.run();
+    // When the GPU panel is open
+    await page
+      .locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="jupyter-air-gpu-panel"]')
+      .click();
+    const gpu = page.locator('#jupyter-air-gpu-panel');
+    // Then the utilization chart labels the run's span, which is shaded on all three charts
+    const label = gpu.locator('.jp-Air-chart-utilization .jp-Air-run-label', {
+      hasText: 'timeline-run'
+    });
+    await expect(label).toBeVisible({ timeout: 60_000 });
+    await expect(label).toHaveAttribute('title', /^timeline-run · finished · \d+\.\ds/);
+    const runId = await label.getAttribute('data-run-id');
+    await expect(gpu.locator(`.jp-Air-run-band[data-run-id="${runId}"]`)).toHaveCount(3);
+    const band = await gpu
+      .locator(`.jp-Air-run-band[data-run-id="${runId}"]`)
+      .first()
+      .boundingBox();
+    expect(band?.width ?? 0).toBeGreaterThan(4);
+    await widenRightSidebar(page, 480);
+    await page.waitForTimeout(1000);
+    await gpu.screenshot({ path: testInfo.outputPath('gpu-timeline.png') });
+    // When the label is clicked, Then the run opens in the MLflow UI through this server's run link
+    const popup = page.context().waitForEvent('page');
+    await label.click();
+    const opened = await popup;
+    await opened.waitForURL(new RegExp(`/mlflow/#/experiments/\\d+/runs/${runId}`), {
+      waitUntil: 'commit'
+    });
+    await opened.close();
+
+    // And the status bar shows the busiest simulated GPU, and opens the GPU panel
+    const readout = page.locator('.jp-Air-statusbar');
+    await expect(readout).toHaveText(/^simGPU \d+ \d+% · [\d.]+\/\d+ GiB · \d+ °C$/);
+    await page
+      .locator('#jp-main-statusbar')
+      .screenshot({ path: testInfo.outputPath('status-bar.png') });
+  });
+});

@@ -8,6 +8,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from jupyter_air import procs
+
 from . import guard
 from .hosts import host_of
 
@@ -31,6 +33,8 @@ class NodeAgent:
         self.folder = Path(tempfile.mkdtemp(prefix="air-agent-"))
         self.marker = {AGENT_ENV: self.agent_id}
         self._guard = guard.start(self.marker, self.folder)
+        raylet = guard.raylet_pid()
+        self._raylet = (raylet, procs.start_time(raylet))
         os.environ.update(self.marker)  # inherited by every process started from now on
 
     def info(self) -> dict:
@@ -49,7 +53,9 @@ class NodeAgent:
         }
 
     def ping(self) -> bool:
-        return True
+        """True while this node's raylet runs: an actor outlives a dead raylet by a few seconds (until its
+        guard kills it), and its node is lost all the same."""
+        return procs.is_alive(*self._raylet)
 
 
 def read_from(path: Path, offset: int, limit: int = READ_LIMIT_BYTES) -> bytes:

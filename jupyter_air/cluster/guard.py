@@ -27,9 +27,14 @@ POLL_SECONDS = 0.5
 GUARD_ENV = "AIR_AGENT_GUARD"
 
 
+def raylet_pid() -> int:
+    """The PID of this actor's raylet: ``RAY_RAYLET_PID``, else this process's parent."""
+    return int(os.environ.get("RAY_RAYLET_PID") or os.getppid())
+
+
 def start(marker: Mapping[str, str], folder: Path) -> subprocess.Popen:
     """Start the guard of this process (a Ray actor) and of ``RAY_RAYLET_PID`` (else this process's parent)."""
-    raylet = int(os.environ.get("RAY_RAYLET_PID") or os.getppid())
+    raylet = raylet_pid()
     me = os.getpid()
     ((key, value),) = marker.items()
     env = {k: v for k, v in os.environ.items() if k not in marker}

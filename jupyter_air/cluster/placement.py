@@ -20,6 +20,19 @@ _WAIT_STEP_SECONDS = 0.5
 _START_SECONDS = 120.0
 #: Concurrent calls per actor: a status poll or a stop must never queue behind a blocking wait.
 ACTOR_CONCURRENCY = 4
+#: Seconds a node may leave a request unanswered before it counts as lost.
+ANSWER_SECONDS = 30.0
+#: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
+_CONFIRM_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the actors answered to one request each (:meth:`NodeGroup.gather`), in node order."""
+
+    values: list  # each node's answer; None where it raised or did not answer
+    errors: dict[int, BaseException]  # node -> the Ray error its request raised
+    late: list[int]  # nodes that did not answer within ANSWER_SECONDS
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,42 @@ class NodeGroup:
     @property
     def hosts(self) -> list[str]:
         return [info.host for info in self.infos]
+
+    def gather(self, refs: dict) -> Answers:
+        """Wait up to ``ANSWER_SECONDS`` for every pending request (``refs``: object ref -> node)."""
+        import ray
+
+        values, errors = [None] * len(self.agents), {}
+        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=ANSWER_SECONDS)
+        for ref in ready:
+            try:
+                values[refs[ref]] = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                errors[refs[ref]] = exc
+        return Answers(values, errors, [refs[ref] for ref in late])
+
+    def answers_again(self, node: int, exc: BaseException | None = None) -> bool:
+        """True when the actor of ``node`` (whose request raised ``exc``, if any) answers a ping within a few
+        seconds, as Ray calls some of its errors transient, and its raylet still runs. False: the node is lost."""
+        import ray
+
+        if isinstance(exc, ray.exceptions.ActorDiedError):
+            return False
+        deadline = time.monotonic() + _CONFIRM_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                return ray.get(self.agents[node].ping.remote(), timeout=0.5)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                time.sleep(0.2)
+        return False
+        deadline = time.monotonic() + _CONFIRM_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                ray.get(self.agents[node].ping.remote(), timeout=0.5)
+                return True
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                time.sleep(0.2)
+        return False
 
     def close(self) -> None:
         """Kill every actor (Ray kills the processes of its group; the node's guard stops the rest) and free the

@@ -20,7 +20,7 @@ from pathlib import Path
 from jupyter_air.cluster import mirror
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
-from jupyter_air.cluster.placement import NodeGroup, bundle
+from jupyter_air.cluster.placement import ANSWER_SECONDS, NodeGroup, bundle
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
 from jupyter_air.training.launch import NodePlace
@@ -32,10 +32,6 @@ FAILURE_GRACE_SECONDS = 5.0
 PLACEMENT_WAIT_SECONDS = 60.0
 #: Seconds the actors of a finished call are kept, holding their nodes' GPUs, for a next call of the same shape.
 KEEP_SECONDS = 300.0
-#: Seconds a node may leave a request unanswered before it counts as lost.
-_ANSWER_SECONDS = 30.0
-#: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
-_CONFIRM_SECONDS = 2.0
 #: Seconds every node gets to stop its ranks (SIGTERM, then SIGKILL) before its actor is killed anyway.
 _STOP_SECONDS = 15.0
 #: What a rank reports when another rank died first: never the root cause while a real error exists.
@@ -157,7 +153,7 @@ class ClusterCall:
 
     def _launch(self, ray, nproc: int) -> None:
         infos, agents = self.group.infos, self.group.agents
-        port = ray.get(agents[0].reserve_port.remote(infos[0].ip), timeout=_ANSWER_SECONDS)
+        port = ray.get(agents[0].reserve_port.remote(infos[0].ip), timeout=ANSWER_SECONDS)
         run_id = f"air-{uuid.uuid4().hex[:12]}"
         endpoint = f"{infos[0].ip}:{port}"
         places = [NodePlace(nproc, self.nodes, i, endpoint, info.ip, run_id) for i, info in enumerate(infos)]
@@ -226,8 +222,11 @@ class ClusterCall:
 
         outcomes = self._answers({a.outcome.remote(): i for i, a in enumerate(self.group.agents)})
         self._poll()
-        self._reusable = True
         failures = [(node, outcome) for node, outcome in enumerate(outcomes) if "failure" in outcome]
+        for node, _ in failures:  # ranks that died with their node: the node's loss is the cause
+            if not self.group.answers_again(node):
+                raise self._lost(node, "its raylet or actor is gone")
+        self._reusable = True
         if failures:
             raise self._root_cause(failures)
         values = {}
@@ -240,10 +239,12 @@ class ClusterCall:
         group = self.group
         if group is not None and not group.closed:
             try:
-                if not self._reusable:
-                    raise RuntimeError("stopped early")
-                self._answers({a.cleanup.remote(): i for i, a in enumerate(group.agents)})
-                _Kept.keep(self._key, group)
+                refs = {a.cleanup.remote(): i for i, a in enumerate(group.agents)} if self._reusable else None
+                got = group.gather(refs) if refs else None
+                if got is None or got.errors or got.late:
+                    group.close()  # stopped early, or a node is gone: never keep it (nor hide the call's outcome)
+                else:
+                    _Kept.keep(self._key, group)
             except BaseException:
                 group.close()
                 raise
@@ -272,31 +273,20 @@ class ClusterCall:
         """Every node's answer (``refs``: pending answer -> node), in node order; NodeLost for a node that cannot
         answer (``quiet``: None for it instead)."""
         ray = ray_module()
-        answers: list = [None] * self.nodes
-        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=_ANSWER_SECONDS)
-        for ref in ready:
-            node = refs[ref]
-            try:
-                answers[node] = ray.get(ref)
-            except ray.exceptions.RayActorError as exc:
-                if not quiet:
-                    self._confirm(node, exc)
-        if late and not quiet:
-            raise self._lost(refs[late[0]], f"it did not answer within {_ANSWER_SECONDS:g} s")
-        return answers
+        got = self.group.gather(refs)
+        for node, exc in got.errors.items():
+            if not isinstance(exc, ray.exceptions.RayActorError):
+                raise exc
+            if not quiet:
+                self._confirm(node, exc)
+        if got.late and not quiet:
+            raise self._lost(got.late[0], f"it did not answer within {ANSWER_SECONDS:g} s")
+        return got.values
 
     def _confirm(self, node: int, exc: BaseException) -> None:
-        """Raise NodeLost unless the node's actor answers again within a few seconds (Ray calls some errors
-        transient)."""
-        ray = ray_module()
-        if not isinstance(exc, ray.exceptions.ActorDiedError):
-            deadline = time.monotonic() + _CONFIRM_SECONDS
-            while time.monotonic() < deadline:
-                try:
-                    ray.get(self.group.agents[node].ping.remote(), timeout=0.5)
-                    return
-                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                    time.sleep(0.2)
+        """Raise NodeLost unless the node's actor answers again within a few seconds."""
+        if self.group.answers_again(node, exc):
+            return
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise self._lost(node, f"its actor is gone ({type(exc).__name__}: {first_line[:300]})")
 

@@ -17,17 +17,13 @@ from pathlib import Path
 from jupyter_air.cluster import mirror
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
-from jupyter_air.cluster.placement import NodeGroup, bundle
+from jupyter_air.cluster.placement import ANSWER_SECONDS, NodeGroup, bundle
 from jupyter_air.home import private_dir
 from jupyter_air.workloads.agent import WorkloadAgent
 from jupyter_air.workloads.logs import OUTPUT, TIMESTAMPS, node_dir
 
 #: Seconds the other nodes get to end by themselves once one node's command failed, before they are stopped.
 FAILURE_GRACE_SECONDS = 10.0
-#: Seconds a node may leave a request unanswered before it counts as lost.
-_ANSWER_SECONDS = 30.0
-#: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
-_CONFIRM_SECONDS = 2.0
 
 
 class RayNodes:
@@ -86,7 +82,7 @@ class RayNodes:
         """Start the command on every node with its node's environment plus ``overrides`` and the node variables."""
         ray = ray_module()
         infos, agents = self.group.infos, self.group.agents
-        port = ray.get(agents[0].free_port.remote(infos[0].ip), timeout=_ANSWER_SECONDS)
+        port = ray.get(agents[0].free_port.remote(infos[0].ip), timeout=ANSWER_SECONDS)
         for folder in self.log_dirs:
             private_dir(folder)
         shared = {"NUM_NODES": str(self.count), "MASTER_ADDR": infos[0].ip, "MASTER_PORT": str(port)}
@@ -142,7 +138,7 @@ class RayNodes:
         """Stop the command on every node that answers; the exit status of the first node that ended badly."""
         ray = ray_module()
         refs = [agent.stop.remote(grace_seconds) for agent in self.group.agents]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=grace_seconds + _ANSWER_SECONDS)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=grace_seconds + ANSWER_SECONDS)
         for node, ref in enumerate(refs):
             if ref in ready:
                 try:
@@ -159,7 +155,7 @@ class RayNodes:
             if self._waits or any(code is not None for code in self.exit_codes):
                 ray = ray_module()
                 refs = [agent.finish.remote() for agent in self.group.agents]
-                ray.wait(refs, num_returns=len(refs), timeout=_ANSWER_SECONDS)
+                ray.wait(refs, num_returns=len(refs), timeout=ANSWER_SECONDS)
                 self._poll(quiet=True)
         finally:
             self.group.close()
@@ -181,33 +177,23 @@ class RayNodes:
     def _answers(self, refs: dict, quiet: bool = False) -> list:
         """Every node's answer in node order; a node that cannot answer sets :attr:`problem` (None for it)."""
         ray = ray_module()
-        answers: list = [None] * self.count
-        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=_ANSWER_SECONDS)
-        for ref in ready:
-            node = refs[ref]
-            try:
-                answers[node] = ray.get(ref)
-            except ray.exceptions.RayActorError as exc:
+        got = self.group.gather(refs)
+        for node, exc in got.errors.items():
+            if isinstance(exc, ray.exceptions.RayActorError):
                 if not quiet:
                     self._confirm(node, exc)
-            except ray.exceptions.RayTaskError as exc:
-                if not quiet and not self.problem:
-                    self.problem = f"{self.group.infos[node].describe()}: {exc.cause}"
-        if late and not quiet and not self.problem:
-            self.problem = f"{self.group.infos[refs[late[0]]].describe()} did not answer within {_ANSWER_SECONDS:g} s"
-        return answers
+            elif not isinstance(exc, ray.exceptions.RayTaskError):
+                raise exc
+            elif not quiet and not self.problem:
+                self.problem = f"{self.group.infos[node].describe()}: {exc.cause}"
+        if got.late and not quiet and not self.problem:
+            self.problem = f"{self.group.infos[got.late[0]].describe()} did not answer within {ANSWER_SECONDS:g} s"
+        return got.values
 
     def _confirm(self, node: int, exc: BaseException) -> bool:
         """True when the node's actor answers again (Ray calls some errors transient); else the node is lost."""
-        ray = ray_module()
-        if not isinstance(exc, ray.exceptions.ActorDiedError):
-            deadline = time.monotonic() + _CONFIRM_SECONDS
-            while time.monotonic() < deadline:
-                try:
-                    ray.get(self.group.agents[node].ping.remote(), timeout=0.5)
-                    return True
-                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                    time.sleep(0.2)
+        if self.group.answers_again(node, exc):
+            return True
         if not self.problem:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             self.problem = f"{self.group.infos[node].describe()} was lost ({type(exc).__name__}: {first[:300]})"

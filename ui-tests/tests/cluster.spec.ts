@@ -39,7 +39,9 @@ test('the node selector shows every node, then one node in detail, then every no
   await panel.screenshot({ path: test.info().outputPath('gpu-panel-node-detail.png') });
 
   // When "All nodes" is chosen in the selector, Then the overview is back
+  const overview = page.waitForResponse(response => /\/jupyter-air\/gpu\b/.test(response.url()));
   await select.selectOption('');
+  await overview; // answered before the route below: a Refresh meanwhile would join that request
   await expect(rows).toHaveCount(3);
   await expect(panel.locator('.jp-Air-device')).toHaveCount(0);
 
@@ -58,7 +60,8 @@ test('the node selector shows every node, then one node in detail, then every no
 
   // Then its row says so, with when it was last seen, and shows no number at all
   const gone = panel.locator(`.jp-Air-nodeRow[data-node-id="${workerId}"]`);
-  await expect(gone).toHaveAttribute('data-state', 'unreachable');
+  // (the Refresh's answer, or at the latest the next poll's)
+  await expect(gone).toHaveAttribute('data-state', 'unreachable', { timeout: 30_000 });
   await expect(gone.locator('.jp-Air-nodeRow-absent')).toHaveText(
     /^No answer; last seen \d\d:\d\d:\d\d$/
   );

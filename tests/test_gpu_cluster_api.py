@@ -38,13 +38,14 @@ def by_id(payload: dict) -> dict[str, dict]:
 
 
 async def when_live(gpu, **query) -> dict:
-    """Poll until every node's sampler has answered once (an actor takes seconds to start); the last answer."""
+    """Poll until every node's sampler has answered once (an actor takes seconds to start); then one more answer,
+    whose detail was chosen with every node live (an answer picks its detail node before it asks the nodes)."""
     payload = await gpu(**query)
     deadline = time.monotonic() + 60
     while any(n["state"] == "starting" for n in payload["nodes"]) and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
         payload = await gpu(**query)
-    return payload
+    return await gpu(**query)
 
 
 async def test_every_node_is_listed_and_one_removed_shows_unreachable_not_zero(gpu, jp_fetch, ray_cluster, extra_node):

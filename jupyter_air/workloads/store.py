@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     pid_started REAL,
     exit_code INTEGER,
     error TEXT,
+    nodes TEXT,
     PRIMARY KEY (job_run_id, attempt)
 );
 """
@@ -143,16 +144,23 @@ class JobStore:
     def __init__(self, home: Path):
         self.home = private_dir(Path(home))
         self.path = private_file(self.home / "jobs.db")  # SQLite gives its -wal and -shm files the same mode
-        db = sqlite3.connect(self.path, timeout=30)
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout=30000")
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
-            for table, columns in _ADDED_COLUMNS.items():
-                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                for name, kind in columns.items():
-                    if name not in have:
-                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            db.execute("BEGIN IMMEDIATE")  # one process at a time creates or upgrades the tables
+            try:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    db.execute(statement)
+                for table, columns in _ADDED_COLUMNS.items():
+                    have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                    for name, kind in columns.items():
+                        if name not in have:
+                            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         finally:
             db.close()
 

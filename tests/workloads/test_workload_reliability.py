@@ -48,7 +48,9 @@ def test_concurrent_first_runs_share_one_store_and_everything_is_owner_only(shar
 
     # When 5 `air run` start at once (each supervisor creates the store's tables if nobody has)
     runs = [air.popen("run", "-f", str(path), "-o", "json") for _ in range(5)]
-    ids = [json.loads(r.communicate(timeout=120)[0])["job_run_id"] for r in runs]
+    answers = [r.communicate(timeout=120) for r in runs]
+    assert [r.returncode for r in runs] == [0] * 5, [err for _, err in answers]
+    ids = [json.loads(out)["job_run_id"] for out, _ in answers]
     jobs = [air.wait(job_id, timeout=180) for job_id in ids]
 
     # Then every one succeeded, each its own MLflow run

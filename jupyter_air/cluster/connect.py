@@ -12,12 +12,15 @@ import ipaddress
 import logging
 import socket
 import threading
+import time
 
 from .address import host_port, is_client
 from .errors import ClusterUnreachable
 
 #: Seconds the probe waits for the TCP connection and for the gRPC answer.
 PROBE_SECONDS = 2.0
+#: Connections tried through Ray Client (``ray://``) before joining fails.
+_CLIENT_ATTEMPTS = 2
 _INSTALL_HINT = "install Ray where this runs: `pip install 'jupyter-air[ray]'` (then restart the kernel or server)"
 
 _lock = threading.Lock()
@@ -70,10 +73,20 @@ def _join(ray, address: str, target: str) -> None:
     host, _ = host_port(target)
     if not is_client(address) and _is_loopback(host):
         kwargs["_node_ip_address"] = host  # a cluster on this machine's loopback: stay on it
-    try:
-        ray.init(address=target, **kwargs)
-    except Exception as exc:  # Ray raises many kinds: each becomes one clear error
-        raise ClusterUnreachable(f"joining the Ray cluster at {address} failed: {type(exc).__name__}: {exc}") from exc
+    attempts = _CLIENT_ATTEMPTS if is_client(address) else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address=target, **kwargs)
+            return
+        except Exception as exc:  # Ray raises many kinds: each becomes one clear error
+            # Ray Client's proxy now and then fails to start the server of a new client ("Initialization failure
+            # from server: Starting Ray client server failed"); a second connection gets a new one.
+            if isinstance(exc, ConnectionAbortedError) and attempt < attempts:
+                time.sleep(1.0)
+                continue
+            raise ClusterUnreachable(
+                f"joining the Ray cluster at {address} failed: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def resolve(address: str) -> str:

@@ -2,8 +2,7 @@
 
 When the magics load, MLflow is imported and the tracking store made ready on a background thread; our own
 calls wait for that thread rather than import MLflow beside it. When ``@distributed`` defines a call, the fork
-server that ranks start from is started: a separate process that imports torch, so the kernel itself never
-imports torch off its main thread (torch's import is not safe to run in two threads at once).
+server that runs the calls is started: a separate process that imports torch (the kernel never does).
 """
 
 from __future__ import annotations
@@ -48,9 +47,9 @@ def _tracking() -> None:
 
 
 def _launcher() -> None:
-    from jupyter_air.training.launch import start_fork_server
+    from jupyter_air.training.launcher import Launcher
 
-    start_fork_server()
+    Launcher.get()
 
 
 _STEPS = {"tracking": _tracking, "launcher": _launcher}

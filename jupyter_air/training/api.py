@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import time
@@ -14,25 +13,19 @@ from jupyter_air.training.errors import CallInterrupted, CallStopped, Distribute
 from jupyter_air.training.launch import Call, call_context, pack, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
-from jupyter_air.training.tracked import STOPPED, TrackedRun, quiet_launcher_logs
+from jupyter_air.training.tracked import STOPPED, TrackedRun
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1
-#: Seconds between two records of the call's process tree.
-_WATCH_SECONDS = 1.0
 
 
 def _wait(call: Call | ClusterCall, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
     deadline = None if timeout is None else time.monotonic() + timeout
-    watched = 0.0
     while call.running:
         call.join(_POLL_SECONDS)
         run.show_lines(tail.pump())
         if run.stop_requested():
             raise CallStopped(STOPPED)  # the caller stops every process, as for an interrupt
-        if time.monotonic() - watched >= _WATCH_SECONDS:
-            call.watch()
-            watched = time.monotonic()
         if deadline is not None and time.monotonic() > deadline and call.running:
             call.stop()
             raise DistributedTimeout(
@@ -85,25 +78,24 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
     run = None
     tail = None
     try:
-        with quiet_launcher_logs() if here else contextlib.nullcontext():
-            try:
-                call.start()  # the ranks start while their run is created, then wait for its id
-                tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
-                tags = tags if here else {**tags, **call.tags}
-                run = TrackedRun(
-                    experiment=options.experiment,
-                    run_name=options.run_name,
-                    tags=tags,
-                    world_size=int(tags["air.world_size"]),
-                    gpus=int(tags["air.gpus"]) // call.nodes,
-                    nodes=call.nodes,
-                )
-                call.release(runs.worker_environment(run.run))
-                # Each node of a cluster call samples itself into the run (system/node_<n>/...).
-                run.announce(params, options.log_system_metrics and here)
-                _wait(call, tail, run, options.timeout)
-            finally:
-                call.stop()
+        try:
+            call.start()  # the ranks start while their run is created, then wait for its id
+            tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
+            tags = tags if here else {**tags, **call.tags}
+            run = TrackedRun(
+                experiment=options.experiment,
+                run_name=options.run_name,
+                tags=tags,
+                world_size=int(tags["air.world_size"]),
+                gpus=int(tags["air.gpus"]) // call.nodes,
+                nodes=call.nodes,
+            )
+            call.release(runs.worker_environment(run.run))
+            # Each node of a cluster call samples itself into the run (system/node_<n>/...).
+            run.announce(params, options.log_system_metrics and here)
+            _wait(call, tail, run, options.timeout)
+        finally:
+            call.stop()
         results = call.results()
     except BaseException as exc:
         if run is not None:

@@ -200,9 +200,6 @@ class ClusterCall:
             self._answers({self.group.agents[i].stop.remote(): i for i, on in enumerate(self._running) if on})
             self._poll()
 
-    def watch(self) -> None:
-        """Nothing to record here: each node's guard stops what its actor started."""
-
     def stop(self) -> None:
         """Stop every node that still runs (a timeout, an interrupt, a lost node); their actors are killed after."""
         if self.group is None or self.group.closed or not self.running:

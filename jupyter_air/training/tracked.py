@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import threading
@@ -15,7 +14,6 @@ from jupyter_air.tracking.stops import LiveRun
 from jupyter_air.training import runs
 from jupyter_air.training.errors import CallStopped
 
-_LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
 #: Why a run stopped from its card (or the Stop route) ended KILLED; also the message of the CallStopped raised.
 STOPPED = "stopped with the Stop button; every process of the call was stopped"
 #: Seconds between two looks for a Stop request while a cell runs in the kernel's main thread.
@@ -148,24 +146,3 @@ def active_in_kernel(run_id: str):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-@contextlib.contextmanager
-def quiet_launcher_logs():
-    """Keep the elastic launcher's own log records out of the cell; failures are reported by us.
-
-    torch gives each of its loggers an explicit level, so each one is silenced, not just the parents.
-    """
-    import torch.distributed.launcher.api  # noqa: F401 - creates the launcher's loggers before we silence them
-
-    loggers = [
-        logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith(_LAUNCHER_LOGGERS)
-    ]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)

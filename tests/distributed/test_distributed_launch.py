@@ -171,3 +171,37 @@ def test_a_script_without_a_main_guard_runs_its_top_level_once(store, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("top level ran") == 1, done.stdout
     assert "results [0, 3]" in done.stdout
+
+
+BROKEN_TORCH = """
+from jupyter_air import DistributedError, distributed
+
+try:
+    distributed(lambda: None, gpus=2).distributed()
+except DistributedError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_fork_server_that_cannot_import_torch_says_how_to_install(store, tmp_path):
+    # Given an environment whose torch cannot be imported (a broken install shadows the real one)
+    broken = tmp_path / "site" / "torch"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('libtorch_cpu.so: cannot open shared object file')\n")
+    script = tmp_path / "call.py"
+    script.write_text(BROKEN_TORCH)
+    path = os.pathsep.join([str(broken.parent), str(pathlib.Path(__file__).resolve().parents[2])])
+
+    # When a call is made
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+
+    # Then the fork server's import error and the install command are said, and nothing else is left running
+    assert done.returncode == 0, done.stderr
+    assert "refused: the fork server could not import PyTorch: ImportError: libtorch_cpu.so" in done.stdout
+    assert "pip install 'jupyter-air[distributed]'" in done.stdout

@@ -94,9 +94,10 @@ class JupyterAir(ExtensionApp):
     job_check_interval_seconds = Float(
         5.0,
         config=True,
-        help="Seconds between two checks that the supervisors of running `air` jobs under AIR_HOME are alive; "
-        "a job whose supervisor died (killed, out of memory) is marked FAILED, its workload stopped and its "
-        "MLflow run ended within this time. 0 turns the check off (the next `air` command still does it).",
+        help="Seconds between two checks that the supervisors of running `air` jobs and the kernels of notebook runs "
+        "under AIR_HOME are alive; a job whose supervisor died (killed, out of memory) is marked FAILED, its workload "
+        "stopped and its MLflow run ended, and a run whose kernel died is ended FAILED, within this time. 0 turns "
+        "the check off (the next `air` command still checks jobs).",
     )
 
     @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")

@@ -13,7 +13,8 @@ UI_CHECK_SECONDS = 1.0
 
 
 class JobChecks:
-    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone."""
+    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, and end
+    the runs of kernels that died mid-run."""
 
     def __init__(self, interval_seconds: float, log: logging.Logger):
         self.log = log
@@ -35,12 +36,15 @@ class JobChecks:
 
     def _reap(self) -> None:
         from .home import air_home_path
+        from .tracking.stops import reap_dead_runs
         from .workloads.control import reap_if_any
 
         home = air_home_path()
         try:
             for job_run_id in reap_if_any(home):
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
+            for run_id in reap_dead_runs(home):
+                self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
         except Exception:  # a broken job database must not stop the checks
             self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
 

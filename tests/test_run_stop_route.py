@@ -52,17 +52,17 @@ async def test_a_run_that_is_not_running_here_cannot_be_stopped(jp_fetch, air_ho
     assert "nothing to stop" in body["message"]
 
 
-async def test_a_run_whose_process_died_is_forgotten(jp_fetch, air_home):
+async def test_a_run_whose_process_died_cannot_be_stopped(jp_fetch, air_home):
     # Given a live run registered by a process that then died (a kernel killed mid-run)
     code = "from jupyter_air.tracking.stops import LiveRun; LiveRun('deadbeef')"
     subprocess.run([sys.executable, "-c", code], check=True)
     assert (air_home / "live-runs" / "deadbeef.pid").exists()
 
-    # When its Stop is requested, Then it is refused and its registration removed
+    # When its Stop is requested, Then it is refused, and no flag is left (the server's check ends the run)
     with pytest.raises(HTTPClientError) as refused:
         await stop(jp_fetch, "deadbeef")
     assert refused.value.code == 409
-    assert list((air_home / "live-runs").iterdir()) == []
+    assert [p.name for p in (air_home / "live-runs").iterdir()] == ["deadbeef.pid"]
 
 
 async def test_a_run_id_that_is_too_long_is_a_bad_request(jp_fetch, air_home):

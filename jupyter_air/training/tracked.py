@@ -39,15 +39,15 @@ class TrackedRun:
         nodes: int = 1,
     ):
         self.run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
+        with self.run.guard():  # registered at once: if this process dies, the server's check ends the run
+            self.live: LiveRun = LiveRun(self.run.run_id)
         self.card: RunCard | None = None
-        self.live: LiveRun | None = None
         self._placement = {"kind": kind, "world_size": world_size, "gpus": gpus, "nodes": nodes}
 
     def announce(self, params: dict[str, str], log_system_metrics: bool, stoppable: bool = True) -> None:
         """Show the run's card, let Stop requests reach it, record its parameters and start system metrics."""
         with self.run.guard():
             self.run.describe()
-            self.live = LiveRun(self.run.run_id)
             state = CardState(header_for(self.run, **self._placement))
             self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
             self.card.show()
@@ -62,15 +62,14 @@ class TrackedRun:
 
     def stop_requested(self) -> bool:
         """True once the Stop button (the ``runs/<id>/stop`` route) asked for this run to stop."""
-        return self.live is not None and self.live.requested()
+        return self.live.requested()
 
     def finish_for(self, exc: BaseException | None) -> None:
         """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause; show it."""
         try:
             self.run.end_for(exc)
         finally:
-            if self.live is not None:
-                self.live.close()
+            self.live.close()
             if self.card is not None:
                 self.card.finish(self.run.status or "FAILED", exc)
 

@@ -7,10 +7,13 @@ import inspect
 import time
 
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
+from jupyter_air.run_card.card import card_mode
+from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.training import runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
 from jupyter_air.training.launch import Call, call_context, pack, world_size_for
+from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
 from jupyter_air.training.tracked import STOPPED, TrackedRun
@@ -45,19 +48,27 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
-    from jupyter_air import warmup
-
-    warmup.wait("tracking")  # never import MLflow beside the warm-up thread
-    tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
-    params = runs.call_params(function, args, kwargs) if params is None else params
-    call = _prepare(function, args, kwargs, options, tags)  # fails here, before any run exists, if it cannot travel
+    starting = StartingCard(card_mode())  # in the cell at once, before anything is imported or launched
     try:
-        return _run_tracked(call, options, tags, params)
+        from jupyter_air import warmup
+
+        warmup.wait("tracking")  # never import MLflow beside the warm-up thread
+        tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
+        params = runs.call_params(function, args, kwargs) if params is None else params
+        # Fails here, before any run exists, if it cannot travel.
+        call = _prepare(function, args, kwargs, options, tags, starting)
+    except BaseException as exc:
+        starting.failed(exc)
+        raise
+    try:
+        return _run_tracked(call, options, tags, params, starting)
     finally:
         call.cleanup()
 
 
-def _prepare(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str]) -> Call | ClusterCall:
+def _prepare(
+    function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str], starting: StartingCard
+) -> Call | ClusterCall:
     """The call on this node, or on a Ray cluster for ``nodes > 1`` or an explicit ``ray_address``."""
     if options.nodes > 1 or options.ray_address:
         address = configured_address(options.ray_address)
@@ -68,20 +79,25 @@ def _prepare(function, args: tuple, kwargs: dict, options: RunOptions, tags: dic
                 "server sets it from c.JupyterAir.ray_address)"
             )
         return ClusterCall(pack(function, args, kwargs), call_context(), options, address)
+    if not Launcher.get().ready.done():
+        starting.waiting("waiting for its fork server to import PyTorch (once per kernel)")
     world_size, gpu_count = world_size_for(options.gpus)
     tags.update({"air.gpus": str(gpu_count), "air.world_size": str(world_size)})
     return Call.here(function, args, kwargs, world_size)
 
 
-def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
+def _run_tracked(
+    call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str], starting: StartingCard
+) -> list:
     here = isinstance(call, Call)
     run = None
     tail = None
     try:
         try:
-            call.start()  # the ranks start while their run is created, then wait for its id
+            call.start(starting.waiting)  # the ranks start while their run is created, then wait for its id
             tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
             tags = tags if here else {**tags, **call.tags}
+            starting.waiting("creating its MLflow run")
             run = TrackedRun(
                 experiment=options.experiment,
                 run_name=options.run_name,
@@ -89,6 +105,7 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
                 world_size=int(tags["air.world_size"]),
                 gpus=int(tags["air.gpus"]) // call.nodes,
                 nodes=call.nodes,
+                starting=starting,
             )
             call.release(runs.worker_environment(run.run))
             # Each node of a cluster call samples itself into the run (system/node_<n>/...).
@@ -101,6 +118,8 @@ def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, 
         if run is not None:
             _keep_logs(tail, run, call)
             run.finish_for(exc)
+        else:
+            starting.failed(exc)
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
             where = "and the run marked KILLED" if run is not None else "before its run was created"
             raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None

@@ -192,7 +192,7 @@ class Call:
     def log_path(self, rank: int) -> pathlib.Path:
         return self.folder / "logs" / f"rank_{rank}.log"
 
-    def start(self) -> None:
+    def start(self, note=lambda what: None) -> None:
         """Launch the ranks in a process of the fork server; each waits for :meth:`release` before running."""
         self._launcher = Launcher.get()
         self._events = self._launcher.launch(self.id, self.folder, asdict(self.place), self._reserved_port)

@@ -9,6 +9,7 @@ import threading
 
 from jupyter_air.run_card.card import RunCard, card_mode, header_for
 from jupyter_air.run_card.metrics import MetricReader
+from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.run_card.state import CardState
 from jupyter_air.tracking.stops import LiveRun
 from jupyter_air.training import runs
@@ -37,7 +38,9 @@ class TrackedRun:
         world_size: int = 1,
         gpus: int = 0,
         nodes: int = 1,
+        starting: StartingCard | None = None,
     ):
+        self.starting = starting
         self.run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
         with self.run.guard():  # registered at once: if this process dies, the server's check ends the run
             self.live: LiveRun = LiveRun(self.run.run_id)
@@ -50,7 +53,7 @@ class TrackedRun:
             self.run.describe()
             state = CardState(header_for(self.run, **self._placement))
             self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
-            self.card.show()
+            self.card.show(self.starting.handle if self.starting is not None else None)
             self.run.log_params(params)
             if log_system_metrics:
                 self.run.start_system_metrics()
@@ -81,7 +84,12 @@ def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
     In the main thread, the card's Stop interrupts the block as the kernel's interrupt does (SIGINT), and the
     block raises :class:`~jupyter_air.training.errors.CallStopped`.
     """
-    run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel")
+    starting = StartingCard(card_mode(), "creating its MLflow run")
+    try:
+        run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel", starting=starting)
+    except BaseException as exc:
+        starting.failed(exc)
+        raise
     in_main = threading.current_thread() is threading.main_thread()
     try:
         run.announce(params, log_system_metrics, stoppable=in_main)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from jupyter_air.training.call_process import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
 from jupyter_air.training.launcher import Launcher
-from jupyter_air.training.pickling import dumps
+from jupyter_air.training.pickling import culprit, dumps
 
 #: Start method of the ranks, forked by the call's process (a fork of the fork server, which imported torch
 #: but never touched CUDA: no rank inherits a CUDA context, and torch is imported already).
@@ -127,8 +127,9 @@ def pack(function, args: tuple, kwargs: dict) -> bytes:
     try:
         return dumps({"function": function, "args": args, "kwargs": kwargs})
     except Exception as exc:
+        where = culprit(function, args, kwargs)
         raise DistributedError(
-            f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."
+            f"cannot send {where or 'the function or its arguments'} to the workers: {type(exc).__name__}: {exc}."
             " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
             " connections inside the function."
         ) from exc

@@ -102,9 +102,16 @@ def test_bad_input_is_refused_before_any_run_exists(store):
     def uses(lock):
         return lock
 
-    # When it is launched, Then the error says what to do, and no experiment or run was created
-    with pytest.raises(DistributedError, match="cannot send the function or its arguments.*picklable"):
+    # When it is launched, Then the error says which argument and what to do, and no experiment or run was created
+    with pytest.raises(DistributedError, match=r"cannot send argument 0 \(a _thread.lock\) to the workers.*picklable"):
         uses.distributed(threading.Lock())
+    assert store.get_experiment_by_name("launch-bad-input") is None
+    # And a notebook function reading an unpicklable global is refused naming that global
+    cell = "import threading\nlock = threading.Lock()\n\ndef guarded(x):\n    with lock:\n        return x\n"
+    namespace = {"__name__": "__main__"}
+    exec(compile(cell, "<ipython-input-3-beef>", "exec"), namespace)
+    with pytest.raises(DistributedError, match=r"cannot send the global 'lock' that guarded uses \(a _thread.lock\)"):
+        distributed(namespace["guarded"], gpus=2, experiment="launch-bad-input").distributed(1)
     assert store.get_experiment_by_name("launch-bad-input") is None
     # And an impossible GPU count is refused with its reason
     with pytest.raises(ValueError, match="gpus must be a positive whole number"):

@@ -29,6 +29,20 @@ def kernel(store, tmp_path, monkeypatch):
     manager.shutdown_kernel(now=True)
 
 
+def printed(client, code: str) -> str:
+    """What the cell printed on stdout."""
+    msg_id = client.execute(code)
+    out = []
+    while True:
+        msg = client.get_iopub_msg(timeout=180)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(out)
+
+
 def displays(client, code: str) -> list[tuple[str, str, dict]]:
     """``(message type, display id, data)`` of every display message the cell sent, in order."""
     msg_id = client.execute(code)
@@ -61,6 +75,8 @@ def test_a_call_shows_its_starting_card_first_then_the_run_card_in_its_place(ker
     assert all(kind == "update_display_data" and shown_id == card_id for kind, shown_id, _ in shown[1:])
     assert any(WIDGET_VIEW_MIMETYPE in data for _, _, data in shown[1:])
     assert ">finished</span>" in shown[-1][2]["text/html"]
+    # And the kernel itself never imported torch: the fork server did
+    assert printed(kernel, "import sys; print('torch' in sys.modules)") == "False\n"
 
 
 @pytest.mark.usefixtures("no_orphans")

@@ -14,6 +14,7 @@ from .gpu.cluster import ClusterGpu
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
+from .programs import path_first
 from .routes import handlers
 from .server_tasks import JobChecks, UiAutostart
 from .tracking.links import PUBLIC_URL_ENV
@@ -117,8 +118,10 @@ class JupyterAir(ExtensionApp):
 
     def initialize_settings(self) -> None:
         kind, count = self._source_kind(), simulated_gpus(self.simulated_gpus)
-        # Kernels and terminals started by this server inherit its choice: one source everywhere.
+        # Kernels and terminals started by this server inherit its choice: one source everywhere. They also find
+        # this environment's `python`, `air` and `torchrun` first, activated or not.
         os.environ[SOURCE_ENV], os.environ[SIMULATED_GPUS_ENV] = kind, str(count)
+        os.environ["PATH"] = path_first(os.environ.get("PATH"))
         if self.public_url:
             os.environ[PUBLIC_URL_ENV] = self.public_url
         self.sampler = Sampler(

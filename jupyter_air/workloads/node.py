@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jupyter_air import procs
+from jupyter_air.programs import path_first
 from jupyter_air.workloads.pump import FAILED, PUMP_ENV
 
 #: Seconds the pump may take to write what is left once every process of the workload is gone.
@@ -34,7 +35,7 @@ class NodeProcess:
     ):
         self.command = command
         self.cwd = cwd
-        self.env = {**env, **marker}
+        self.env = {**env, "PATH": path_first(env.get("PATH")), **marker}
         self.log_dir = log_dir
         self.marker = dict(marker)
         self.umask = umask

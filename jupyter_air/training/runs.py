@@ -7,6 +7,7 @@ import os
 import pathlib
 import sys
 
+from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.tracking import naming
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
 from jupyter_air.tracking.store import client, ensure_experiment, tracking_uri
@@ -17,7 +18,20 @@ def notebook_path() -> str | None:
     return os.environ.get("JPY_SESSION_NAME") or None
 
 
+#: The source name of a kernel whose notebook is not known (run headless by nbclient or papermill).
+UNNAMED_NOTEBOOK = "unnamed-notebook"
+#: Names front ends give a kernel's user namespace for its notebook's file (VS Code; IPython's own session).
+_NOTEBOOK_VARIABLES = ("__vsc_ipynb_file__", "__session__")
+
+
 def _script_name() -> str:
+    """The name of what runs here: the notebook's file as the kernel knows it, else the script's."""
+    if in_jupyter_kernel():
+        namespace = sys.modules["IPython"].get_ipython().user_ns
+        known = next(
+            (namespace[k] for k in _NOTEBOOK_VARIABLES if isinstance(namespace.get(k), str) and namespace[k]), ""
+        )
+        return pathlib.PurePath(known).stem or UNNAMED_NOTEBOOK  # never the kernel's launcher module
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None) or (sys.argv[0] if sys.argv and sys.argv[0] else "python")
     return pathlib.Path(path).stem or "python"

@@ -72,8 +72,9 @@ test-py:
 test-js:
 	jlpm test
 
-# Installs dist/'s wheel into a fresh venv outside the repository and checks it works there.
-test-dist: dist
+# Builds the wheel from a fresh clone of HEAD as `pip install git+...` does, installs it into a fresh venv outside
+# the repository and checks it works there.
+test-dist: install
 	$(PY) -m pytest -q -m dist
 
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).

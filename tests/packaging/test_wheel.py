@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.dist
+# Building the wheel (frontend included) and installing its dependencies take minutes on a busy machine.
+pytestmark = [pytest.mark.dist, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = json.loads((REPO / "package.json").read_text())["version"]

@@ -92,8 +92,12 @@ class RunOpenHandler(JupyterHandler):
     async def get(self, run_id: str) -> None:
         from .tracking.links import run_page
 
-        target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
+        try:
+            target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
+        except UnusableDatabase as err:
+            raise tornado.web.HTTPError(503, "%s", str(err)) from None
         if target is None:
+        from .home import UnusableDatabase
             raise tornado.web.HTTPError(404, f"No MLflow run {run_id} in this server's tracking store.")
         self.redirect(target)
 

@@ -24,6 +24,18 @@ def _folder(home: pathlib.Path | None) -> pathlib.Path:
     return private_dir((home or air_home()) / _FOLDER)
 
 
+class PartOfJob(Exception):
+    """The run is (part of) an attempt of an ``air`` job: stopping it alone would make the job retry."""
+
+    def __init__(self, run_id: str, job_run_id: str, attempt: str):
+        super().__init__(
+            f"Run {run_id} runs in attempt {attempt} of the air job {job_run_id}: stopping the run alone would only "
+            f"make the job retry. Cancel the job instead: `air cancel {job_run_id}`, or Cancel in the Experiment "
+            "panel's Workloads list."
+        )
+        self.job_run_id = job_run_id
+
+
 def _checked(run_id: str) -> str:
     if not RUN_ID.fullmatch(run_id or ""):
         raise ValueError(f"{run_id!r} is not an MLflow run id (letters, digits, '_' and '-', at most 64)")
@@ -40,7 +52,8 @@ class LiveRun:
         self._flag = folder / f"{run_id}.stop"
         self._flag.unlink(missing_ok=True)  # a request for an earlier life of this run (MLFLOW_RUN_ID resumed)
         staging = folder / f"{run_id}.pid.tmp"
-        staging.write_text(f"{os.getpid()} {start_time(os.getpid())}")
+        job = [os.environ.get(name, "") for name in ("AIR_JOB_RUN_ID", "AIR_ATTEMPT")]  # set inside a job's attempt
+        staging.write_text(" ".join([str(os.getpid()), str(start_time(os.getpid())), *job]).strip())
         staging.chmod(0o600)
         os.replace(staging, self._owner)
 
@@ -57,18 +70,21 @@ class LiveRun:
 def request_stop(run_id: str, home: pathlib.Path | None = None) -> bool:
     """Ask the process running ``run_id`` to stop it; False when no live process of this user runs it.
 
-    A registration left by a process that died (a kernel killed mid-run) is removed on the way.
+    A registration left by a process that died (a kernel killed mid-run) is removed on the way. A run inside
+    an attempt of an ``air`` job raises :class:`PartOfJob`: the job is what is to be stopped.
     """
     folder = _folder(home)
     owner = folder / f"{_checked(run_id)}.pid"
     try:
-        pid, started = owner.read_text().split()
+        pid, started, *job = owner.read_text().split()
     except (FileNotFoundError, ValueError):
         return False
     if not is_alive(int(pid), None if started == "None" else float(started)):
         with contextlib.suppress(FileNotFoundError):
             owner.unlink()
         return False
+    if len(job) == 2:
+        raise PartOfJob(run_id, *job)
     flag = private_file(folder / f"{run_id}.stop")
     if not owner.exists():  # the run ended meanwhile: leave no flag behind
         flag.unlink(missing_ok=True)

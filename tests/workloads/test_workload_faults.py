@@ -1,9 +1,11 @@
-"""Faults and bad input around `air`: a disk that fills up, damaged databases, an AIR_HOME that is a file."""
+"""Faults and bad input around `air`: a disk that fills up, damaged databases, an AIR_HOME that is a file,
+a download folder another user prepared."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -123,3 +125,60 @@ def test_an_air_home_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert f"AIR_HOME={tmp_path / 'a-file'} is not a folder" in err and "Traceback" not in err
     assert (tmp_path / "a-file").read_text() == "notes"
+
+
+@pytest.fixture
+def shared_tmp():
+    """A temp folder other users may enter (pytest's own are root-only)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def as_nobody(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", "nobody", "--", *command], capture_output=True, text=True, check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as a second user needs root to switch users")
+def test_download_never_writes_where_another_user_prepared(shared_tmp, tracking_uri):
+    # Given a job whose log holds a secret, and a folder every user may write in (sticky, as /tmp)
+    air = Air(shared_tmp / "air", tracking_uri)
+    path = write_workload(shared_tmp, experiment_name="air-tests-download", command="echo hf_secret in the log")
+    job_id = air.submit(path)
+    assert air.wait(job_id)["status"] == "SUCCEEDED"
+    public = shared_tmp / "public"
+    public.mkdir()
+    public.chmod(0o1777)
+    # And there, another user made the folders and the file a download would write, readable by them
+    node = public / job_id / "attempt_0" / "node_0"
+    made = as_nobody("sh", "-c", f"umask 0 && mkdir -p {node} && touch {node / 'output.log'}")
+    assert made.returncode == 0, made.stderr
+
+    # When the log is downloaded to that shared folder
+    result = air("logs", job_id, "--download-to", str(public))
+
+    # Then air refuses (status 1), naming the folder, and that user reads no secret
+    assert result.returncode == 1 and f"{public / job_id} belongs to another user (uid 65534)" in result.stderr
+    assert "hf_secret" not in as_nobody("cat", str(node / "output.log")).stdout
+
+    # When the target is a folder of ours that others may write, Then it is refused, nothing written in it
+    open_to_all = shared_tmp / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    result = air("logs", job_id, "--download-to", str(open_to_all))
+    assert result.returncode == 1 and "can be written by other users (mode 777)" in result.stderr
+    assert list(open_to_all.iterdir()) == []
+
+    # When the target is a shared sticky folder where nobody prepared anything
+    mine = shared_tmp / "mine"
+    mine.mkdir()
+    mine.chmod(0o1777)
+    written = Path(air.json("logs", job_id, "--download-to", str(mine))["path"])
+    # Then the log is written owner-only, another user cannot read it, and a second download is a new file
+    assert written.read_text() == "hf_secret in the log\n" and oct(written.stat().st_mode)[-3:] == "600"
+    assert as_nobody("cat", str(written)).returncode != 0
+    inode = written.stat().st_ino
+    assert Path(air.json("logs", job_id, "--download-to", str(mine))["path"]).stat().st_ino != inode

@@ -23,6 +23,11 @@ log = logging.getLogger("jupyter_air.workloads.supervisor")
 #: Seconds between checks for free GPUs while a job waits for its reservation.
 _GPU_WAIT_POLL_SECONDS = 2.0
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
+#: What /bin/sh means by these exit codes (the log shows its own words).
+_EXIT_HINTS = {
+    126: " (a program that cannot be run: not executable, or a folder?)",
+    127: " (command not found? check the spelling of the program and PATH)",
+}
 #: Seconds between two tries to record a job's end while the disk holding AIR_HOME is full.
 _FULL_DISK_RETRY_SECONDS = 2.0
 #: File in the job's folder holding some room on the disk, given back to record the job's end on a full disk.
@@ -258,7 +263,7 @@ class Supervisor:
             return Outcome("SUCCEEDED", 0)
         if code < 0:
             return Outcome("FAILED", code, f"command killed by {signal.Signals(-code).name}")
-        return Outcome("FAILED", code, f"command exited with code {code}")
+        return Outcome("FAILED", code, f"command exited with code {code}{_EXIT_HINTS.get(code, '')}")
 
     def _end_open_attempts(self, outcome: Outcome) -> None:
         job = self.store.get(self.job_run_id)

@@ -1,5 +1,5 @@
 """Faults and bad input around `air`: a disk that fills up, damaged databases, an AIR_HOME that is a file,
-a download folder another user prepared."""
+a download folder another user prepared, a misspelled command."""
 
 from __future__ import annotations
 
@@ -125,6 +125,48 @@ def test_an_air_home_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert f"AIR_HOME={tmp_path / 'a-file'} is not a folder" in err and "Traceback" not in err
     assert (tmp_path / "a-file").read_text() == "notes"
+
+
+@pytest.mark.parametrize("where", ["file", "override"])
+def test_thousands_of_nested_lists_are_refused_in_one_line(where, air, tmp_path, capsys):
+    # Given 5,000 nested YAML lists in the workload file, or in an override
+    nested = "[" * 5000 + "]" * 5000
+    value = nested if where == "file" else "[]"
+    path = tmp_path / "deep.yaml"
+    path.write_text(f"experiment_name: deep\ncommand: echo hi\nparameters:\n  layers: {value}\n")
+    overrides = ["--override", f"parameters.layers={nested}"] if where == "override" else []
+
+    # When it is submitted, Then it exits 2 saying where, without a traceback, and nothing is created
+    assert main(["run", "-f", str(path), *overrides]) == 2
+    err = capsys.readouterr().err
+    expected = f"{path}:4: lists and mappings nest more than 50 deep" if where == "file" else "nest over 50 deep"
+    assert expected in err and "Traceback" not in err and "RecursionError" not in err
+    assert not (air.home / "jobs.db").exists()
+
+
+def test_a_misspelled_command_is_refused_at_submit_with_a_hint(air, tmp_path, capsys):
+    # Given a workload whose command starts with a program that does not exist
+    path = tmp_path / "workload.yaml"
+    path.write_text("experiment_name: typo\ncommand: pyhton train.py\ncompute: {num_accelerators: 0}\n")
+
+    # When it is submitted, Then it is refused at once (status 2) with file:line, what and a hint; nothing starts
+    assert main(["run", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2: command: 'pyhton' is not on PATH (command not found)" in err
+    assert "did you mean 'python" in err
+    assert not (air.home / "jobs.db").exists()
+
+
+def test_a_command_not_found_at_run_time_says_so(air, tmp_path):
+    # Given a command whose missing program only the shell meets (after a `cd`)
+    job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-127", command="cd . && pyhton train.py"))
+
+    # When it runs, Then the job says what exit code 127 means
+    job = air.wait(job_id)
+    assert job["status"] == "FAILED" and job["exit_code"] == 127
+    assert (
+        job["error"] == "command exited with code 127 (command not found? check the spelling of the program and PATH)"
+    )
 
 
 @pytest.fixture

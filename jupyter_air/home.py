@@ -157,7 +157,7 @@ def unusable_database(path: pathlib.Path, exc: BaseException) -> UnusableDatabas
     """The error to raise when the SQLite database ``path`` failed with ``exc`` (a full disk, a damaged or
     foreign file, an unreadable one); None when ``exc`` is no database error (a bug: let it show)."""
     if disk_full(exc, path):
-        return UnusableDatabase(f"{path} cannot be written: {full_disk_message(path.parent)}")
+        return UnusableDatabase(f"{path} cannot be used: {full_disk_message(path.parent)}")
     sqlite = [e for e in _chain(exc) if type(e).__module__ == "sqlite3" or "sqlite3." in str(e)]
     if not sqlite:
         return None

@@ -3,9 +3,11 @@ file and what to do, the MLflow UI's first visit ends as soon as the UI process 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import sys
 
 import psutil
 import pytest
@@ -82,15 +84,19 @@ async def test_the_first_mlflow_ui_visit_on_a_damaged_store_answers_503_once_the
     page = error.value.response.body.decode()
     assert error.value.code == 503 and "the MLflow UI exited while starting" in page
     assert f"{home / 'mlflow.db'} is damaged" in page and "did not start within" not in page
-    left = [p for p in psutil.process_iter() if "jupyter_air.tracking.ui_server" in " ".join(_cmdline(p))]
-    assert left == []
+    assert ui_processes(home) == []
 
 
-def _cmdline(process: psutil.Process) -> list[str]:
-    try:
-        return process.cmdline()
-    except psutil.Error:
-        return []
+def ui_processes(home) -> list[psutil.Process]:
+    """MLflow UI processes started for ``home`` (by this test's server)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("AIR_HOME") == str(home) and "ui_server" in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_the_job_checks_log_a_damaged_job_database_once_in_one_line(home, caplog):
@@ -139,4 +145,25 @@ class TestAnAirHomeThatIsAFile:
         with pytest.raises(HTTPClientError) as error:
             await jp_fetch("mlflow/", request_timeout=100)
         assert error.value.code == 503 and f"AIR_HOME={home} is not a folder" in error.value.response.body.decode()
+        assert ui_processes(home) == []
         assert home.read_text() == "notes"
+
+
+async def test_a_ui_process_that_exits_at_once_is_not_started_again(jp_fetch, home, tmp_path, monkeypatch):
+    # Given a UI process that exits with an error as soon as it starts (simpervisor starts such a one again),
+    # noting each start
+    from jupyter_air.tracking import ui_process
+
+    starts = tmp_path / "starts"
+    code = f"open({str(starts)!r}, 'a').write('started\\n'); raise SystemExit(3)"
+    monkeypatch.setattr(ui_process, "ui_command", lambda socket: [sys.executable, "-c", code])
+    ui = ui_process.MlflowUi(tmp_path / "mlflow.sock", dict(os.environ), logging.getLogger("test-ui"))
+
+    # When it is started, Then the start fails saying it exited
+    with pytest.raises(ui_process.MlflowUiUnavailable, match=r"exited while starting \(code 3\)"):
+        await ui.ensure_running()
+
+    # And it is not started again behind the server's back
+    started = len(starts.read_text().splitlines())
+    await asyncio.sleep(2)
+    assert len(starts.read_text().splitlines()) == started and not ui.running

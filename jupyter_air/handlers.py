@@ -94,12 +94,12 @@ class RunOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     async def get(self, run_id: str) -> None:
-        from .home import UnusableDatabase
+        from .home import AirHomeError, UnusableDatabase
         from .tracking.links import run_page
 
         try:
             target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
-        except UnusableDatabase as err:
+        except (UnusableDatabase, AirHomeError) as err:
             raise tornado.web.HTTPError(503, "%s", str(err)) from None
         if target is None:
             raise tornado.web.HTTPError(404, f"No MLflow run {run_id} in this server's tracking store.")

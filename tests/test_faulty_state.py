@@ -140,6 +140,9 @@ class TestAnAirHomeThatIsAFile:
         # is logged (the MLflow UI's background start included)
         assert gpu.code == 200 and json.loads(jobs.body) == {"jobs": []}
         assert code == 503 and f"AIR_HOME={home} is not a folder" in message
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("jupyter-air", "runs", "0a1b2c3d", "open", follow_redirects=False)
+        assert error.value.code == 503 and b"is not a folder" in error.value.response.body
         assert [r.getMessage() for r in caplog.records if r.exc_info] == []
         # And the MLflow UI's first visit says why it cannot start, as soon as its process has exited
         with pytest.raises(HTTPClientError) as error:

@@ -17,12 +17,14 @@ from jupyter_air.workloads.pump import FAILED, PUMP_ENV
 
 #: Seconds the pump may take to write what is left once every process of the workload is gone.
 _PUMP_DRAIN_SECONDS = 10.0
-#: What /bin/sh runs itself (builtins, keywords): no program of that name is needed.
+#: What /bin/sh runs itself (builtins and keywords of dash, and of bash where /bin/sh is bash): no program of
+#: that name is needed.
 _SHELL_WORDS = frozenset(
-    (  # noqa: SIM905 - a sentence of words reads better than a 56-line list
-        ". : [ ! { } alias bg break cd command continue echo eval exec exit export false fg getopts hash jobs kill "
-        "local printf pwd read readonly return set shift test times trap true type ulimit umask unalias unset wait "
-        "case do done elif else esac fi for if in then until while"
+    (  # noqa: SIM905 - a sentence of words reads better than a list of 80
+        ". : [ [[ ! { } alias bg break cd command continue echo eval exec exit export false fg getopts hash jobs "
+        "kill local printf pwd read readonly return set shift test times trap true type ulimit umask unalias unset "
+        "wait case do done elif else esac fi for if in then until while function select time coproc source "
+        "declare typeset let shopt pushd popd dirs builtin enable mapfile readarray disown suspend"
     ).split()
 )
 
@@ -164,6 +166,6 @@ def missing_program(command: str, cwd: str, env: Mapping[str, str]) -> str | Non
     if shutil.which(program, path=path):
         return None
     names = {entry.name for folder in path.split(os.pathsep) if os.path.isdir(folder) for entry in os.scandir(folder)}
-    close = difflib.get_close_matches(program, sorted(names), n=1)
+    close = difflib.get_close_matches(program, sorted(names), n=1, cutoff=0.75)
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"{program!r} is not on PATH (command not found); {hint}check its spelling, or give its path"

@@ -134,8 +134,9 @@ def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
     if problem.startswith("expected <block end>") and begun and at:
         if problem.endswith("'-'"):
             return f"a list item ('- ...') among the keys of the mapping{opened}: put the list under a key, indented"
+        what = "keys of the mapping" if "mapping" in (exc.context or "") else "items of the list"
         return (
-            f"bad indentation: this line starts in column {at.column + 1}, but the keys of the mapping{opened} "
+            f"bad indentation: this line starts in column {at.column + 1}, but the {what}{opened} "
             f"start in column {begun.column + 1}; line it up with them (with spaces)"
         )
     if problem == "mapping values are not allowed here":

@@ -146,25 +146,16 @@ class JobStore:
         self.path = self.home / "jobs.db"
         with self._usable():
             private_file(self.path)  # SQLite gives its -wal and -shm files the same mode
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            try:
-                db.execute("PRAGMA busy_timeout=30000")
+            with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute("BEGIN IMMEDIATE")  # one process at a time creates or upgrades the tables
-                try:
-                    for statement in filter(str.strip, _SCHEMA.split(";")):
-                        db.execute(statement)
-                    for table, columns in _ADDED_COLUMNS.items():
-                        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                        for name, kind in columns.items():
-                            if name not in have:
-                                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-            finally:
-                db.close()
+        with self._connect(immediate=True) as db:  # one process at a time creates or upgrades the tables
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     @contextlib.contextmanager
     def _usable(self) -> Iterator[None]:

@@ -14,6 +14,7 @@ from .gpu.cluster import ClusterGpu
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
+from .home import AirHomeError
 from .programs import path_first
 from .routes import handlers
 from .server_tasks import JobChecks, UiAutostart
@@ -165,9 +166,14 @@ class JupyterAir(ExtensionApp):
         from .tracking.ui_process import MlflowUi
 
         self.mlflow_socket = socket_path()
-        self.mlflow_ui = MlflowUi(self.mlflow_socket, ui_environment(), self.log)
+        try:
+            environment, usable = ui_environment(), True
+        except AirHomeError as err:  # the rest of the extension works; the UI's first visit says why it cannot
+            self.log.error("jupyter_air: %s The MLflow UI cannot start until then.", err)
+            environment, usable = dict(os.environ), False
+        self.mlflow_ui = MlflowUi(self.mlflow_socket, environment, self.log)
         self.settings["jupyter_air_mlflow_ui"] = self.mlflow_ui
-        if self.mlflow_ui_autostart:
+        if self.mlflow_ui_autostart and usable:
             self._tasks.append(UiAutostart(self.mlflow_ui))
 
     def initialize_handlers(self) -> None:

@@ -64,7 +64,7 @@ class AirMagics(Magics):
             (source, filename, namespace),
             {},
             options,
-            source="magic",
+            source="distributed",  # the panel lists it with .distributed() calls; "magic" is %%air_run
             name="air_distributed cell",
             params=scalar_params(namespace),
         )

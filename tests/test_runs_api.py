@@ -281,6 +281,9 @@ async def test_no_store_yet_means_no_runs_and_nothing_created(jp_fetch, tmp_path
         ({"notebook": "a.ipynb", "limit": "0"}, "'limit' must be an integer from 1 to 1000"),
         ({"notebook": "a.ipynb", "limit": "ten"}, "'limit' must be an integer"),
         ({"notebook": "a.ipynb", "since": "-1"}, "'since' must be a non-negative integer"),
+        ({"notebook": "a.ipynb", "since": str(2**64)}, "'since' must be a non-negative integer"),
+        ({"from": "0", "to": str(2**63)}, "'to' must be a non-negative integer epoch time in milliseconds, at most"),
+        ({"from": "9" * 30, "to": "9" * 31}, "'from' must be a non-negative integer"),
         ({"notebook": "a.ipynb", "page_token": "not-a-token"}, "page_token 'not-a-token' is not one this server"),
     ],
 )

@@ -164,10 +164,10 @@ class ManagedRun:
                 self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path)
 
     def end(self, status: str, error: str | None = None) -> None:
-        """Take the last system-metrics sample, then set the final status (once; later calls do nothing)."""
+        """Take the last system-metrics sample, then set the final status (once set, later calls do nothing; a
+        call the store refused, e.g. on a full disk, can be made again)."""
         if self.status is not None:
             return
-        self.status = status
         try:
             if self._metrics is not None:
                 self._metrics.stop()
@@ -175,6 +175,7 @@ class ManagedRun:
             if error:
                 self.client.set_tag(self.run_id, ERROR_TAG, clip(error, MAX_TAG_VALUE_CHARS))
             self.client.set_terminated(self.run_id, status=status)
+        self.status = status
 
     def end_for(self, exc: BaseException | None) -> None:
         """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause."""

@@ -37,7 +37,7 @@ def mlflow_handlers(socket: Path) -> list[tuple]:
             try:
                 await self.settings["jupyter_air_mlflow_ui"].ensure_running()  # started on first use
             except MlflowUiUnavailable as err:
-                raise web.HTTPError(503, str(err)) from None
+                raise web.HTTPError(503, "%s", str(err)) from None
 
         def proxy_request_headers(self):
             headers = super().proxy_request_headers()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from urllib.parse import unquote
 
-from jupyter_air.home import air_home, file_lock, private_dir, private_file
+from jupyter_air.home import AirHomeError, air_home, file_lock, private_dir, private_file, unusable_database
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
@@ -43,6 +44,19 @@ def sqlite_path(uri: str) -> pathlib.Path | None:
 _prepared: set[str] = set()
 
 
+@contextlib.contextmanager
+def store_errors(uri: str | None = None) -> Iterator[None]:
+    """Turn a damaged SQLite store, or a full disk under it, into an ``UnusableDatabase`` naming the file."""
+    try:
+        yield
+    except Exception as exc:
+        path = sqlite_path(uri or tracking_uri())
+        problem = unusable_database(path, exc) if path is not None else None
+        if problem is None:
+            raise
+        raise problem from exc
+
+
 def prepare_store(uri: str | None = None) -> str:
     """Make the store usable once per process: a SQLite store is created 0600 and its tables are created
     or migrated under a file lock, so concurrent first runs (notebooks, the server, supervisors) never race."""
@@ -53,13 +67,33 @@ def prepare_store(uri: str | None = None) -> str:
     if path is not None and path.parent.is_dir():
         if path.parent == air_home():
             private_dir(pathlib.Path(default_artifact_location()))
-        private_file(path)
-        with file_lock(path.with_name(path.name + ".lock")):
-            from mlflow.tracking import MlflowClient
+        with store_errors(uri):
+            private_file(path)
+            with file_lock(path.with_name(path.name + ".lock")):
+                from mlflow.tracking import MlflowClient
 
-            MlflowClient(uri)._tracking_client.store  # noqa: B018, SLF001 - opening it creates or migrates the tables
+                MlflowClient(uri)._tracking_client.store  # noqa: B018, SLF001 - opening it creates or migrates the tables
     _prepared.add(uri)
     return uri
+
+
+def store_problem(uri: str | None = None) -> str | None:
+    """Why the SQLite store cannot be used (a damaged file, a full disk), or None; reads its first page only."""
+    import sqlite3
+
+    try:
+        path = sqlite_path(uri or tracking_uri())
+    except AirHomeError as err:
+        return str(err)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        problem = unusable_database(path, exc)
+        return None if problem is None else str(problem)
+    return None
 
 
 def is_remote(uri: str) -> bool:

@@ -10,7 +10,11 @@ import time
 from pathlib import Path
 
 from jupyter_air.tracking.proxy import STARTUP_TIMEOUT_SECONDS
-from jupyter_air.tracking.store import sqlite_path, tracking_uri
+from jupyter_air.tracking.store import sqlite_path, store_problem, tracking_uri
+
+#: Seconds between two looks at whether the UI process exited while it starts; tries to kill it once it has.
+_EXIT_POLL_SECONDS = 0.2
+_KILL_TRIES = 50
 
 
 def ui_command(socket: Path) -> list[str]:
@@ -61,15 +65,46 @@ class MlflowUi:
                 log=self.log,
             )
             await self._process.start()
-            if not await self._process.ready():
-                await self._process.kill()
+            problem = await self._until_ready()
+            if problem is not None:
                 self._process = None
-                raise MlflowUiUnavailable(
-                    f"the MLflow UI did not start within {STARTUP_TIMEOUT_SECONDS} s; its log is "
-                    "$AIR_HOME/logs/mlflow-ui.log and its errors are in the Jupyter server's log"
-                )
+                raise MlflowUiUnavailable(problem)
             self.ready_at = time.monotonic()
             self.log.info("jupyter_air: MLflow UI ready after %.1f s.", self.ready_at - self.started_at)
+
+    async def _until_ready(self) -> str | None:
+        """Wait until the UI answers (None), or kill it and say why it will not: it exited (said at once, not
+        after the start timeout, while simpervisor would start it again and again), or it did not answer in time."""
+        first = self._process.proc
+        ready = asyncio.ensure_future(self._process.ready())
+        while not ready.done():
+            await asyncio.wait([ready], timeout=_EXIT_POLL_SECONDS)
+            if not ready.done() and (self._process.proc is not first or first.returncode is not None):
+                ready.cancel()
+                await self._kill_for_good()
+                store = await asyncio.get_running_loop().run_in_executor(None, store_problem)
+                return f"the MLflow UI exited while starting (code {first.returncode}): " + (
+                    store or "its errors are in the Jupyter server's log"
+                )
+        if ready.result():
+            return None
+        await self._kill_for_good()
+        return (
+            f"the MLflow UI did not start within {STARTUP_TIMEOUT_SECONDS} s; its log is "
+            "$AIR_HOME/logs/mlflow-ui.log and its errors are in the Jupyter server's log"
+        )
+
+    async def _kill_for_good(self) -> None:
+        """Kill the UI process, and so keep simpervisor from starting it again (it restarts one that exits with an
+        error): a process that has exited and is not started again yet cannot be signalled, so try until it is."""
+        for _ in range(_KILL_TRIES):
+            try:
+                await self._process.kill()
+                return
+            except ProcessLookupError:  # it exited: started again soon, unless it exited with 0
+                if self._process.proc.returncode == 0:
+                    return
+                await asyncio.sleep(_EXIT_POLL_SECONDS)
 
     async def start_if_store_exists(self) -> None:
         """Start the UI in the background once the store exists (quietly: errors are logged)."""

@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from jupyter_air.home import air_home, private_dir
+from jupyter_air.home import AirHomeError, UnusableDatabase, air_home, private_dir
 from jupyter_air.tracking.store import default_artifact_location, prepare_store
 
 LOG_NAME = "mlflow-ui.log"
@@ -62,7 +62,10 @@ def server_args(uri: str, socket: Path, logging_config: Path) -> list[str]:
 def main(argv: list[str]) -> None:
     socket = Path(argv[0])
     os.umask(0o077)
-    uri = prepare_store()  # tables created or migrated under the lock shared with kernels and supervisors
+    try:
+        uri = prepare_store()  # tables created or migrated under the lock shared with kernels and supervisors
+    except (UnusableDatabase, AirHomeError) as err:  # one line in the Jupyter server's log, not a traceback
+        raise SystemExit(f"jupyter_air: the MLflow UI cannot start: {err}") from None
     logs = private_dir(air_home() / "logs")
     config = socket.parent / "uvicorn-logging.json"
     config.write_text(json.dumps(log_config(logs / LOG_NAME)))

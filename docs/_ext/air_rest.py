@@ -152,7 +152,7 @@ class Route(GeneratedMarkdown):
         for verb in verbs:
             if _verb_function(cls, verb).__code__ is not _AUTHENTICATED_CODE:
                 logger.warning("%s %s of %s is not @tornado.web.authenticated", verb.upper(), route, cls.__name__)
-        doc = inspect.getdoc(cls)
+        doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else None  # its own, not a base class's
         if not doc:
             logger.warning("%s (%s) has no docstring to describe it", cls.__name__, route)
         shown = " ".join(f"`{verb.upper()}`" for verb in verbs)

@@ -68,18 +68,27 @@ class BaseHandler(APIHandler):
 
 
 class GpuHandler(BaseHandler):
+    """``GET gpu[?since=][&node=]``: the GPU history the server holds, columnar; with ``since``, only the newer
+    samples; with ``node``, that Ray node's."""
+
     @tornado.web.authenticated
     async def get(self) -> None:
         await self.answer(self.gpu.snapshot)
 
 
 class GpuRefreshHandler(BaseHandler):
+    """``POST gpu/refresh[?since=][&node=]``: take a sample now (resuming sampling after idleness), answered like
+    ``GET gpu``."""
+
     @tornado.web.authenticated
     async def post(self) -> None:
         await self.answer(self.gpu.refresh)
 
 
 class VersionHandler(BaseHandler):
+    """``GET version``: the server extension's version, so the panel can tell "server extension missing" from "no
+    GPU", and a server not restarted after an upgrade."""
+
     @tornado.web.authenticated
     def get(self) -> None:
         self.finish(json.dumps({"version": __version__}))

@@ -15,6 +15,9 @@ from collections.abc import Iterator, Mapping
 
 log = logging.getLogger(__name__)
 
+#: The folder of jupyter_air's state (default ``~/.jupyter_air``): the job database and logs, the embedded MLflow
+#: store, the Stop requests of live runs. The Jupyter server, its kernels and ``air`` must share it.
+HOME_ENV = "AIR_HOME"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _warned: set[pathlib.Path] = set()
@@ -41,7 +44,7 @@ class UnusableDatabase(RuntimeError):
 def air_home_path(environ: Mapping[str, str] | None = None) -> pathlib.Path:
     """Where ``AIR_HOME`` is (``$AIR_HOME`` or ``~/.jupyter_air``), without creating it."""
     env = os.environ if environ is None else environ
-    return pathlib.Path(env.get("AIR_HOME") or "~/.jupyter_air").expanduser().resolve()
+    return pathlib.Path(env.get(HOME_ENV) or "~/.jupyter_air").expanduser().resolve()
 
 
 def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:

@@ -20,7 +20,7 @@ MAX_PARAM_VALUE_CHARS = 6000
 MAX_TAG_VALUE_CHARS = 8000
 #: Characters MLflow accepts in param, tag and metric keys (on POSIX).
 _KEY_CHARS = re.compile(r"[/\w.\- :]*")
-#: Environment variable holding the seconds between two system-metrics samples of a run.
+#: Seconds between two system-metrics samples of a notebook call, a ``%%air_run`` cell or a job attempt (default 10).
 SYSTEM_METRICS_INTERVAL_ENV = "AIR_SYSTEM_METRICS_INTERVAL_SECONDS"
 DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
 #: Final statuses, and the tag that holds the root cause of a FAILED or KILLED run.

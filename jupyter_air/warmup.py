@@ -1,9 +1,9 @@
 """Work done ahead in a kernel, so the first tracked call does not wait for it.
 
-When the magics load, MLflow is imported and the tracking store made ready on a background thread; our own
-calls wait for that thread rather than import MLflow beside it. When ``@distributed`` defines a call, the fork
-server that ranks start from is started: a separate process that imports torch, so the kernel itself never
-imports torch off its main thread (torch's import is not safe to run in two threads at once).
+When the magics load, AIR_HOME's resident MLflow server is started on a background thread unless it runs (the
+kernel reaches the store through its REST API and never imports MLflow for it). When ``@distributed`` defines a
+call, the fork server that ranks start from is started: a separate process that imports torch, so the kernel
+itself never imports torch off its main thread (torch's import is not safe to run in two threads at once).
 """
 
 from __future__ import annotations
@@ -42,9 +42,12 @@ def _prepare(part: str) -> None:
 
 
 def _tracking() -> None:
-    from jupyter_air.tracking.store import client
+    from jupyter_air.tracking import resident
+    from jupyter_air.tracking.store import tracking_uri
 
-    client()  # imports MLflow, creates or migrates the store under its lock
+    uri = tracking_uri()
+    if uri == resident.embedded_uri():
+        resident.ensure(uri)  # does not wait for it to answer: a call that comes first uses MLflow's client
 
 
 def _launcher() -> None:

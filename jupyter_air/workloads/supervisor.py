@@ -41,6 +41,7 @@ class Supervisor:
         self.user_umask = user_umask
         self.cancel = threading.Event()
         self.executor = executor_for(store.get(job_run_id))
+        self.tracking = None
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -59,10 +60,11 @@ class Supervisor:
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
-        from jupyter_air.tracking.store import ensure_experiment
+        from jupyter_air.tracking.store import ensure_experiment, tracker
 
         spec = job.workload
-        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"])
+        self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
+        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"], self.tracking)
         self.store.update(self.job_run_id, experiment_id=experiment_id)
         gpus = self._reserve(spec["compute"]["num_accelerators"]) if self.executor.runs_here else []
         if gpus is None:
@@ -129,7 +131,9 @@ class Supervisor:
             "mlflow.source.type": "JOB",
         }
         name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
-        run = ManagedRun.create(experiment_id, run_name=name, tags=tags, params=spec["parameters"])
+        run = ManagedRun.create(
+            experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
+        )
         with run.guard():  # from here on, any failure ends the run FAILED
             run.describe()
             self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)

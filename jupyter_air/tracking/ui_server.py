@@ -8,6 +8,7 @@ folder (see :mod:`~jupyter_air.tracking.resident`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -39,7 +40,10 @@ class Activity(logging.Handler):
         self._last = 0.0
         import ctypes
 
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        try:
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except AttributeError:  # not Linux: the idle stop and the record's clean-up still apply
+            return
         if os.getppid() != parent:  # the parent died before the signal was asked for
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -113,7 +117,8 @@ def _watch_idle(socket: Path, activity: Path, idle: float, record: Path) -> None
         except FileNotFoundError:
             continue
         if time.time() - last >= idle:
-            forget(record, os.getpid())
+            with contextlib.suppress(OSError):  # AIR_HOME may be gone
+                forget(record, os.getpid())
             os.kill(os.getpid(), signal.SIGTERM)
             return
 
@@ -146,7 +151,8 @@ def main(argv: list[str]) -> None:
         traceback.print_exc()
         code = 1
     finally:
-        forget(record, os.getpid())
+        with contextlib.suppress(OSError):  # AIR_HOME may be gone
+            forget(record, os.getpid())
         shutil.rmtree(folder, ignore_errors=True)
         sys.stderr.flush()
         os._exit(code)  # MLflow's own threads must not keep a stopped server alive

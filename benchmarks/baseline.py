@@ -49,7 +49,7 @@ def start_resident_server(env: dict[str, str]) -> None:
         "while not server.answers():\n    assert server.alive(), 'the MLflow server exited'\n    time.sleep(0.2)"
     )
     env = {**env, "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600, cwd=tempfile.gettempdir())
 
 
 def stop_resident_servers(folder: Path) -> None:

@@ -121,9 +121,9 @@ def first_cell_seconds(home: Path, setup: str, cell: str, think: float) -> float
 def _existing_store(folder: Path, code: Path | None = None) -> Path:
     home = folder / "existing"
     env = _kernel_env(home, code)
-    subprocess.run(
-        [sys.executable, "-c", "from jupyter_air.tracking.store import client; client()"], env=env, check=True
-    )
+    code = "from jupyter_air.tracking.store import client; client()"
+    # From a neutral folder: `python -c` puts the working folder first on sys.path, before PYTHONPATH's checkout.
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tempfile.gettempdir())
     return home
 
 
@@ -170,6 +170,7 @@ def first_run_page_seconds(home: Path) -> float:
             capture_output=True,
             text=True,
             check=True,
+            cwd=tempfile.gettempdir(),
         )
         run_id = made.stdout.strip()
         started = time.perf_counter()

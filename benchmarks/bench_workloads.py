@@ -33,7 +33,9 @@ def _p95(values: list[float]) -> float:
 
 def _air(env: dict, *args: str) -> str:
     cmd = [sys.executable, "-m", "jupyter_air.cli", *args]
-    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    # From a neutral folder: `python -m` puts the working folder first on sys.path, before PYTHONPATH's checkout.
+    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    return done.stdout.strip()
 
 
 def _workload(folder: Path, name: str, command: str) -> Path:
@@ -136,6 +138,7 @@ def _follow_lag(env: dict, store, folder: Path) -> tuple[list[float], list[float
     follow = subprocess.Popen(
         [sys.executable, "-m", "jupyter_air.cli", "logs", job_id, "--follow"],
         env=env,
+        cwd=tempfile.gettempdir(),
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -127,7 +127,7 @@ class ManagedRun:
         run = tracking.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
         managed = cls(tracking, run.info.run_id, run.info.experiment_id, run.info.run_name)
         with managed.guard():
-            managed.log_params(params)
+            managed._log_params(params, existing=set())  # a new run has none yet
         return managed
 
     @classmethod
@@ -153,10 +153,14 @@ class ManagedRun:
 
     def log_params(self, params: Mapping[str, object]) -> None:
         """Record params (clipped to MLflow's limit); keys the run already has keep their value."""
+        self._log_params(params)
+
+    def _log_params(self, params: Mapping[str, object], existing: set[str] | None = None) -> None:
         params = dict(params)
         if not params:
             return
-        existing = set(self.client.get_run(self.run_id).data.params)
+        if existing is None:
+            existing = set(self.client.get_run(self.run_id).data.params)
         fresh = [(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in params.items() if str(k) not in existing]
         for start in range(0, len(fresh), 100):  # MLflow takes at most 100 params per batch
             self.client.log_batch(self.run_id, params=dict(fresh[start : start + 100]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -89,7 +90,7 @@ class Server:
         try:
             connection.request("GET", "/health")
             return connection.getresponse().status == 200
-        except OSError:
+        except (OSError, http.client.HTTPException):
             return False
         finally:
             connection.close()

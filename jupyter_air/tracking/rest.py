@@ -248,6 +248,8 @@ class RestTracking:
                     self._conn = None
                     if fresh:  # a new connection failed: not a kept-alive one the server had closed
                         raise TrackingError(f"API request to {self.origin}{path} failed with exception {err}") from err
+                    if hasattr(body, "seek"):
+                        body.seek(0)
                 except (OSError, http.client.HTTPException) as err:
                     self._conn.close()
                     self._conn = None

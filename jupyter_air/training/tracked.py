@@ -149,7 +149,7 @@ def active_in_kernel(run_id: str):
         try:
             yield
         finally:
-            if hook is not None and hook in sys.meta_path:
+            if hook in sys.meta_path:
                 sys.meta_path.remove(hook)
             mlflow = sys.modules.get("mlflow")
             active = mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
@@ -164,15 +164,16 @@ def active_in_kernel(run_id: str):
 
 
 class _StartOnImport(importlib.abc.MetaPathFinder):
-    """Starts ``run_id`` as MLflow's active run as soon as MLflow is imported (then leaves ``sys.meta_path``)."""
+    """Starts ``run_id`` as MLflow's active run as soon as MLflow is imported (once)."""
 
     def __init__(self, run_id: str):
         self.run_id = run_id
+        self.done = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "mlflow":
+        if name != "mlflow" or self.done:
             return None
-        sys.meta_path.remove(self)
+        self.done = True  # also keeps the look-up below from coming back here
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec

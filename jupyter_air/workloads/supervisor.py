@@ -135,8 +135,7 @@ class Supervisor:
             experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
         )
         with run.guard():  # from here on, any failure ends the run FAILED
-            run.describe()
-            self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)
+            self.store.start_attempt(self.job_run_id, attempt, run.run_id, None)
             overrides = {
                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
                 **spec["env_variables"],
@@ -149,6 +148,8 @@ class Supervisor:
             self._record_nodes(attempt, node)
             if attempt == 0:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
+            run.describe()  # the link, once the command runs: it does not need it
+            self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
             if self.executor.runs_here:
                 run.start_system_metrics()
             try:

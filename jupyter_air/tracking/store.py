@@ -103,6 +103,11 @@ def tracker(uri: str | None = None):
         from jupyter_air.tracking import resident
 
         embedded = uri == resident.embedded_uri()
+        if embedded and not sqlite_path(uri).is_file():
+            # A brand-new store: created here first, so that its server's start does not compete with that.
+            tracking = InProcessTracking(uri)
+            resident.ensure(uri)
+            return tracking
         server = resident.ensure(uri) if embedded else resident.find(uri)
         if server is not None and server.answers():
             return EmbeddedTracking(RestTracking.unix(pathlib.Path(server.socket)), uri)

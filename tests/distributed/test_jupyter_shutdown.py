@@ -132,3 +132,26 @@ def test_a_stopped_jupyter_server_cleans_up_and_leaves_only_the_resident_mlflow_
     finally:
         _stop(again, stop_signal)
     assert list(runtime.glob("jpserver-*")) == []
+
+
+def test_a_killed_jupyter_server_leaves_the_resident_mlflow_server_to_its_idle_stop(home, tmp_path, terminal):
+    # Given a Jupyter server whose MLflow UI was opened
+    runtime = tmp_path / "runtime"
+    server, base = _start(home, runtime, terminal)
+    until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
+    mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))
+
+    # When it is killed (SIGKILL: nothing of it runs any more)
+    server.kill()
+    server.wait(timeout=60)
+
+    # Then only Jupyter's runtime file (which nothing could remove) and AIR_HOME's MLflow server are left: the
+    # server goes on serving kernels and `air`, and stops once idle (AIR_MLFLOW_IDLE_SECONDS)
+    assert [p.name for p in runtime.glob("jpserver-*.json")] == [f"jpserver-{server.pid}.json"]
+    until(lambda: not _ours(home), 30)
+    assert mlflow_server.alive() and mlflow_server.answers()
+    assert float(_env_of(mlflow_server.pid)[resident.IDLE_ENV]) == 600
+
+
+def _env_of(pid: int) -> dict[str, str]:
+    return psutil.Process(pid).environ()

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import socket as socketlib
 import subprocess
 import sys
 import tempfile
@@ -167,8 +168,8 @@ def _discard(server: Server) -> None:
 
 def remove_stale_folders() -> list[Path]:
     """Remove this user's socket folders whose server is gone (killed servers, Jupyter servers killed with the
-    UI of an earlier version); returns them. A folder without an owner counts when nothing accepts connections
-    on its socket ``UNOWNED_STALE_SECONDS`` after it was made."""
+    UI of an earlier version); returns them. A folder without an owner counts when its socket refuses
+    connections ``UNOWNED_STALE_SECONDS`` after the folder was made."""
     removed = []
     for folder in Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*"):
         try:
@@ -189,9 +190,22 @@ def _dead(folder: Path, made: float) -> bool:
         return not procs.is_alive(int(pid), None if started == "None" else float(started))
     except (OSError, ValueError):
         pass
-    if time.time() - made < UNOWNED_STALE_SECONDS:
+    # No owner: only a socket that refuses connections tells its server is gone (an earlier version's folder
+    # stays empty until its UI starts, which may be hours after its Jupyter server started).
+    socket = folder / SOCKET_NAME
+    if time.time() - made < UNOWNED_STALE_SECONDS or not socket.is_socket():
         return False
-    return not Server(0, None, str(folder / SOCKET_NAME), "").answers(timeout=5.0)
+    probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+    try:
+        probe.settimeout(5.0)
+        probe.connect(str(socket))
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return False
 
 
 def _spawn(uri: str, record: Path) -> Server:

@@ -59,12 +59,16 @@ def _servers_of(home: pathlib.Path) -> list[psutil.Process]:
     return found
 
 
-def _dead_socket_folder(tmp: pathlib.Path, owner: str | None, age_seconds: float) -> pathlib.Path:
+def _dead_socket_folder(
+    tmp: pathlib.Path, owner: str | None, age_seconds: float, with_socket: bool = True
+) -> pathlib.Path:
     """A socket folder as a killed server leaves it: a socket file nothing listens on, optionally an owner."""
-    folder = tmp / f"{resident.FOLDER_PREFIX}test{len(list(tmp.glob(resident.FOLDER_PREFIX + '*')))}"
-    folder.mkdir(mode=0o700)
-    with socket.socket(socket.AF_UNIX) as listener:
-        listener.bind(str(folder / resident.SOCKET_NAME))
+    import tempfile
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix=resident.FOLDER_PREFIX, dir=tmp))
+    if with_socket:
+        with socket.socket(socket.AF_UNIX) as listener:
+            listener.bind(str(folder / resident.SOCKET_NAME))
     if owner is not None:
         (folder / resident.OWNER_NAME).write_text(owner)
     os.utime(folder, (time.time() - age_seconds, time.time() - age_seconds))
@@ -80,6 +84,8 @@ def test_one_server_per_air_home_private_restarted_when_gone_and_stopped_when_id
     unowned = _dead_socket_folder(tmp, None, age_seconds=3600)
     dead_owner = _dead_socket_folder(tmp, "999999 1.0", age_seconds=0)
     live = _dead_socket_folder(tmp, f"{os.getpid()} {psutil.Process().create_time()}", age_seconds=3600)
+    # and the folder of an earlier version's Jupyter server whose UI has not started yet (empty), which must stay
+    waiting = _dead_socket_folder(tmp, None, age_seconds=3600, with_socket=False)
     try:
         # When four processes start AIR_HOME's server at once
         env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -91,12 +97,12 @@ def test_one_server_per_air_home_private_restarted_when_gone_and_stopped_when_id
 
         # Then they all found one and the same server, the only one of this AIR_HOME
         assert len(pids) == 1 and [p.pid for p in _servers_of(fresh_home)] == list(pids)
-        # And the folders of gone servers were removed, the live one's kept
-        assert not unowned.exists() and not dead_owner.exists() and live.exists()
+        # And the folders of gone servers were removed, the live one's and the waiting one kept
+        assert not unowned.exists() and not dead_owner.exists() and live.exists() and waiting.exists()
     finally:
         import shutil
 
-        for folder in (unowned, dead_owner, live):
+        for folder in (unowned, dead_owner, live, waiting):
             shutil.rmtree(folder, ignore_errors=True)
 
     server = resident.find(tracking_uri())

@@ -61,9 +61,9 @@ class JupyterAir(ExtensionApp):
         config=True,
         help="Start the embedded MLflow UI (AIR_HOME's resident MLflow server, shared with kernels and `air`) in the "
         "background as soon as its SQLite store exists (when the server starts, or within a second of the first "
-        "run creating it), so run links open at once. False starts it on the first visit to {base_url}mlflow/ "
-        "instead (10-20 s) unless a kernel or `air` started it already. It stops by itself after "
-        "AIR_MLFLOW_IDLE_SECONDS (default 1800) without a request.",
+        "run creating it), and keep it up while this server runs, so run links open at once and kernels find it. "
+        "False starts it on the first visit to {base_url}mlflow/ instead (10-20 s) unless a kernel or `air` "
+        "started it already; it then stops after AIR_MLFLOW_IDLE_SECONDS (default 1800) without a request.",
     )
     public_url = Unicode(
         "",

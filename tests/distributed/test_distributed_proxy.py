@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -304,5 +305,10 @@ async def test_the_ui_starts_by_itself_once_the_store_exists(jp_serverapp, jp_fe
         page = await jp_fetch("mlflow/", request_timeout=30)
         assert page.code == 200 and b"<title>MLflow</title>" in page.body
         assert ui.server == started
+
+        # When that server is killed, Then the server starts it again, for the kernels' next calls
+        os.kill(started.pid, signal.SIGKILL)
+        await eventually(lambda: ui.server != started and ui.running, timeout=300)
+        assert ui.server.answers()
     finally:
         autostart.stop()

@@ -36,8 +36,9 @@ FOLDER_PREFIX = "jupyter-air-mlflow-"
 SOCKET_NAME = "mlflow.sock"
 #: In each socket folder: ``<pid> <start time>`` of the server listening there (to find folders of dead ones).
 OWNER_NAME = "server.pid"
-#: Seconds a server may take to answer once started (about 20 on a small idle machine) before it counts as stuck.
-STARTUP_TIMEOUT_SECONDS = 120.0
+#: Seconds after its start from which a live server without its socket file counts as stuck (a cleaner of the
+#: temporary folder removed it), and is replaced: far more than any start takes.
+STUCK_AFTER_SECONDS = 600.0
 #: Seconds after which a socket folder without an owner (made by an earlier version, or by a starter killed at once)
 #: whose socket accepts no connection counts as left behind.
 UNOWNED_STALE_SECONDS = 600.0
@@ -100,7 +101,7 @@ class Server:
         """Alive but unreachable for good: its socket is gone (a cleaner emptied the temporary folder) well after
         it started."""
         started = self.started or 0.0
-        return not os.path.exists(self.socket) and time.time() - started > STARTUP_TIMEOUT_SECONDS
+        return not os.path.exists(self.socket) and time.time() - started > STUCK_AFTER_SECONDS
 
 
 def read(record: Path) -> Server | None:

@@ -14,7 +14,7 @@ from jupyter_air.tracking import resident
 from jupyter_air.tracking.store import sqlite_path, tracking_uri
 
 #: Seconds the proxy waits for a freshly started MLflow server (it needs about 20 s on a small machine).
-STARTUP_TIMEOUT_SECONDS = resident.STARTUP_TIMEOUT_SECONDS
+STARTUP_TIMEOUT_SECONDS = 120
 _POLL_SECONDS = 0.25
 
 

@@ -205,3 +205,62 @@ def test_a_kernel_tracks_cells_through_the_server_without_importing_mlflow(store
     assert (quiet.info.run_name, quiet.info.status, quiet.data.tags["air.source"]) == ("quiet", "FINISHED", "magic")
     assert "system/cpu_utilization_percentage" in quiet.data.metrics
     assert (logs.info.status, logs.data.metrics["loss"]) == ("FINISHED", 0.25)
+
+
+SUPERVISED = """
+import sys
+from jupyter_air.home import air_home
+from jupyter_air.tracking.store import tracking_uri
+from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.supervisor import Supervisor
+
+spec = {
+    "experiment_name": "supervised-rest", "command": "echo $MLFLOW_RUN_ID", "compute": {"num_accelerators": 0},
+    "env_variables": {}, "parameters": {"lr": 0.1}, "max_retries": 0, "retry_delay_seconds": 0,
+    "timeout_minutes": None, "mlflow_run_name": "supervised", "mlflow_artifact_location": None,
+    "code_source": {"root_path": sys.argv[1]},
+}
+store = JobStore(air_home())
+job = store.create_job(spec, "w.yaml", "me", "local", tracking_uri())
+code = Supervisor(store, job.job_run_id).run()
+print(code, store.get(job.job_run_id).attempts[0].mlflow_run_id, "mlflow" in sys.modules)
+"""
+
+SUBMIT = """
+import atexit, sys
+atexit.register(lambda: print("mlflow imported:", "mlflow" in sys.modules))
+from jupyter_air.cli import main
+sys.exit(main(["run", "-f", sys.argv[1]]))
+"""
+
+
+@pytest.mark.usefixtures("no_orphans")
+def test_air_run_and_its_supervisor_make_the_run_without_importing_mlflow(store, runs_of, tmp_path):
+    # Given AIR_HOME's MLflow server, resident, and a workload on AIR_HOME's own store
+    eventually_answers(resident.ensure(tracking_uri()))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    workload = tmp_path / "w.yaml"
+    workload.write_text("experiment_name: submitted-rest\ncommand: 'true'\ncompute: {num_accelerators: 0}\n")
+
+    # When `air run` submits it, and a supervisor runs an attempt
+    submitted = subprocess.run(
+        [sys.executable, "-c", SUBMIT, str(workload)], env=env, capture_output=True, text=True, timeout=120
+    )
+    supervised = subprocess.run(
+        [sys.executable, "-c", SUPERVISED, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
+
+    # Then neither imported MLflow, and the attempt's run was made, with its params, and ended
+    assert submitted.returncode == 0 and "mlflow imported: False" in submitted.stdout, submitted
+    code, run_id, imported = supervised.stdout.split()
+    assert (code, imported) == ("0", "False"), supervised.stderr
+    (run,) = runs_of("supervised-rest")
+    assert (run.info.run_id, run.info.status, run.data.params) == (run_id, "FINISHED", {"lr": "0.1"})
+    until(lambda: not any(j.active for j in _jobs()), 120)  # the submitted job ends too
+
+
+def _jobs():
+    from jupyter_air.home import air_home
+    from jupyter_air.workloads.store import JobStore
+
+    return JobStore(air_home()).list(active_only=False, limit=100)

@@ -1,18 +1,22 @@
 """Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, and
-starting the embedded MLflow UI once its store exists."""
+starting the embedded MLflow UI once its store exists (and keeping it up)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from tornado.ioloop import PeriodicCallback
 
-#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run.
+#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
+#: between two looks at whether the UI still runs.
 UI_CHECK_SECONDS = 1.0
 #: Seconds between two reports of the same problem with the jobs under AIR_HOME while it lasts.
 REPEAT_SECONDS = 600
+#: Seconds between two health requests to the UI: far less than the shortest sensible idle stop.
+UI_KEEP_ALIVE_SECONDS = 60.0
 
 
 class JobChecks:
@@ -74,11 +78,14 @@ class JobChecks:
 
 
 class UiAutostart:
-    """Starts the MLflow UI (``ui_process.MlflowUi``) as soon as its store exists, then stops looking."""
+    """Starts the MLflow UI (``ui_process.MlflowUi``, AIR_HOME's resident MLflow server) as soon as its store
+    exists, and keeps it up while this server runs: started again when gone, and asked for its health every
+    ``UI_KEEP_ALIVE_SECONDS`` so that it never stops as idle (kernels then find it at their first call)."""
 
     def __init__(self, ui):
         self.ui = ui
         self._callback = PeriodicCallback(self._check, UI_CHECK_SECONDS * 1000)
+        self._asked = 0.0
 
     def start(self) -> None:
         self._callback.start()
@@ -87,7 +94,10 @@ class UiAutostart:
         self._callback.stop()
 
     async def _check(self) -> None:
-        if self.ui.running:
-            self._callback.stop()
-            return
-        await self.ui.start_if_store_exists()
+        from .tracking.resident import idle_seconds
+
+        if not self.ui.running:
+            await self.ui.start_if_store_exists()
+        elif time.monotonic() - self._asked >= min(UI_KEEP_ALIVE_SECONDS, idle_seconds() / 3):
+            self._asked = time.monotonic()
+            await asyncio.to_thread(self.ui.server.answers)

@@ -3,11 +3,9 @@ file and what to do, the MLflow UI's first visit ends as soon as the UI process 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-import sys
 
 import psutil
 import pytest
@@ -150,23 +148,3 @@ class TestAnAirHomeThatIsAFile:
         assert error.value.code == 503 and f"AIR_HOME={home} is not a folder" in error.value.response.body.decode()
         assert ui_processes(home) == []
         assert home.read_text() == "notes"
-
-
-async def test_a_ui_process_that_exits_at_once_is_not_started_again(jp_fetch, home, tmp_path, monkeypatch):
-    # Given a UI process that exits with an error as soon as it starts (simpervisor starts such a one again),
-    # noting each start
-    from jupyter_air.tracking import ui_process
-
-    starts = tmp_path / "starts"
-    code = f"open({str(starts)!r}, 'a').write('started\\n'); raise SystemExit(3)"
-    monkeypatch.setattr(ui_process, "ui_command", lambda socket: [sys.executable, "-c", code])
-    ui = ui_process.MlflowUi(tmp_path / "mlflow.sock", dict(os.environ), logging.getLogger("test-ui"))
-
-    # When it is started, Then the start fails saying it exited
-    with pytest.raises(ui_process.MlflowUiUnavailable, match=r"exited while starting \(code 3\)"):
-        await ui.ensure_running()
-
-    # And it is not started again behind the server's back
-    started = len(starts.read_text().splitlines())
-    await asyncio.sleep(2)
-    assert len(starts.read_text().splitlines()) == started and not ui.running

@@ -19,6 +19,7 @@ EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_dev
 # MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
 # shows as an alarming stderr block on the first run. Its warnings and errors still show.
 logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+log = logging.getLogger(__name__)
 
 
 def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
@@ -116,33 +117,112 @@ def client(uri: str | None = None):
     return MlflowClient(prepare_store(uri))
 
 
-def ensure_experiment(name: str, artifact_location: str | None = None) -> str:
-    """The id of experiment ``name``, created (or restored from the trash) if needed.
+_said: set[str] = set()
+
+
+def tracker(uri: str | None = None):
+    """How this process creates, logs to and ends runs in ``uri`` (default :func:`tracking_uri`), without importing
+    MLflow where it can: the REST API of an ``http(s)`` tracking server, or of AIR_HOME's resident MLflow server for
+    the embedded store (started here if needed; MLflow's client in this process while it starts) or for another
+    local store whose server runs (the Jupyter server's UI starts one for its store). Otherwise MLflow's client in
+    this process, said once per process."""
+    from jupyter_air.tracking.inprocess import InProcessTracking
+    from jupyter_air.tracking.rest import RestTracking
+
+    uri = uri or tracking_uri()
+    plugin = os.environ.get("MLFLOW_TRACKING_AUTH")
+    if is_remote(uri) and not plugin:
+        return RestTracking.http(uri)
+    if is_local(uri):
+        from jupyter_air.tracking import resident
+
+        embedded = uri == resident.embedded_uri()
+        if embedded and not sqlite_path(uri).is_file():
+            # A brand-new store: created here first, so that its server's start does not compete with that.
+            tracking = InProcessTracking(uri)
+            resident.ensure(uri)
+            return tracking
+        server = resident.ensure(uri) if embedded else resident.find(uri)
+        if server is not None and server.answers():
+            return EmbeddedTracking(RestTracking.unix(pathlib.Path(server.socket)), uri)
+        if embedded:
+            return InProcessTracking(uri)  # the server starts meanwhile, for the next calls
+    if uri not in _said:
+        _said.add(uri)
+        why = (
+            f"MLFLOW_TRACKING_AUTH={plugin} is an authentication plugin only MLflow's client knows"
+            if plugin
+            else f"no MLflow server of AIR_HOME serves {uri} (one is started for AIR_HOME's own store only)"
+        )
+        log.warning(
+            "jupyter_air: runs are recorded with MLflow's client in this process (importing MLflow takes a few "
+            "seconds): %s.",
+            why,
+        )
+    return InProcessTracking(uri)
+
+
+class EmbeddedTracking:
+    """The resident server's REST client; should the server be gone (stopped when idle, killed), it is started
+    again for later calls and this one carries on with MLflow's client in this process."""
+
+    def __init__(self, rest, uri: str):
+        self._active = rest
+        self._uri = uri
+
+    @property
+    def origin(self) -> str:
+        return self._active.origin
+
+    def __getattr__(self, name: str):
+        from jupyter_air.tracking.inprocess import InProcessTracking
+        from jupyter_air.tracking.rest import RestTracking, ServerGone
+
+        def call(*args, **kwargs):
+            try:
+                return getattr(self._active, name)(*args, **kwargs)
+            except ServerGone:
+                if not isinstance(self._active, RestTracking):
+                    raise
+            from jupyter_air.tracking import resident
+
+            if self._uri == resident.embedded_uri():
+                log.info("jupyter_air: AIR_HOME's MLflow server is gone; starting it again.")
+                resident.ensure(self._uri)
+            self._active = InProcessTracking(self._uri)
+            return getattr(self._active, name)(*args, **kwargs)
+
+        return call
+
+
+def ensure_experiment(name: str, artifact_location: str | None = None, tracking=None) -> str:
+    """The id of experiment ``name``, created (or restored from the trash) if needed, through ``tracking``
+    (default :func:`tracker`).
 
     In a local store the artifacts default to :func:`default_artifact_location` rather than
     MLflow's ``./mlruns`` relative to whatever the current directory happens to be.
     """
-    from mlflow.exceptions import MlflowException
+    from jupyter_air.tracking.entities import TrackingError
 
     if not name or not name.strip():
         raise ValueError("experiment name is empty: pass a name such as 'my-training'")
-    mlflow_client = client()
-    experiment = mlflow_client.get_experiment_by_name(name)
+    tracking = tracking or tracker()
+    experiment = tracking.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
-            mlflow_client.restore_experiment(experiment.experiment_id)
+            tracking.restore_experiment(experiment.experiment_id)
         return experiment.experiment_id
     if artifact_location is None and is_local(tracking_uri()):
         artifact_location = pathlib.Path(default_artifact_location()).as_uri()
     elif artifact_location is not None and "://" not in artifact_location:
         artifact_location = pathlib.Path(artifact_location).expanduser().resolve().as_uri()
     try:
-        return mlflow_client.create_experiment(
+        return tracking.create_experiment(
             name, artifact_location=artifact_location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
         )
-    except MlflowException:
+    except TrackingError:
         # Another process created it between our lookup and our create.
-        experiment = mlflow_client.get_experiment_by_name(name)
+        experiment = tracking.get_experiment_by_name(name)
         if experiment is None:
             raise
         return experiment.experiment_id

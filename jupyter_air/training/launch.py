@@ -177,11 +177,6 @@ class Call:
         self._launcher: Launcher | None = None
         self._events = None
 
-    @classmethod
-    def here(cls, function, args: tuple, kwargs: dict, world_size: int) -> Call:
-        """Every rank on this node; fails before anything starts if the call cannot travel."""
-        return cls(pack(function, args, kwargs), call_context(), NodePlace(world_size))
-
     @property
     def world_size(self) -> int:
         return self.place.world_size

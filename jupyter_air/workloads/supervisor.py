@@ -61,6 +61,7 @@ class Supervisor:
         self.executor = executor_for(store.get(job_run_id))
         self.reserve: SpaceReserve | None = None
         self._open_run = None  # the attempt's ManagedRun until it has ended
+        self.tracking = None
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -112,10 +113,11 @@ class Supervisor:
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
-        from jupyter_air.tracking.store import ensure_experiment
+        from jupyter_air.tracking.store import ensure_experiment, tracker
 
         spec = job.workload
-        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"])
+        self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
+        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"], self.tracking)
         self.store.update(self.job_run_id, experiment_id=experiment_id)
         gpus = self._reserve(spec["compute"]["num_accelerators"]) if self.executor.runs_here else []
         if gpus is None:
@@ -182,11 +184,12 @@ class Supervisor:
             "mlflow.source.type": "JOB",
         }
         name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
-        run = ManagedRun.create(experiment_id, run_name=name, tags=tags, params=spec["parameters"])
+        run = ManagedRun.create(
+            experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
+        )
         self._open_run = run
         with run.guard():  # from here on, any failure ends the run FAILED
-            run.describe()
-            self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)
+            self.store.start_attempt(self.job_run_id, attempt, run.run_id, None)
             overrides = {
                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
                 **spec["env_variables"],
@@ -199,6 +202,8 @@ class Supervisor:
             self._record_nodes(attempt, node)
             if attempt == 0:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
+            run.describe()  # the link, once the command runs: it does not need it
+            self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
             if self.executor.runs_here:
                 run.start_system_metrics()
             try:

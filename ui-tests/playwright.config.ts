@@ -67,6 +67,13 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
   }
 ];
 
+/**
+ * JUPYTER_AIR_UI_SERVERS=simulated,experiment starts only those servers (and their projects); by default every
+ * server starts, since Playwright starts all of `webServer` whatever projects are chosen.
+ */
+const CHOSEN = (process.env.JUPYTER_AIR_UI_SERVERS ?? '').split(',').filter(Boolean);
+const STARTED = SERVERS.filter(server => CHOSEN.length === 0 || CHOSEN.includes(server.name));
+
 const config: PlaywrightTestConfig = {
   ...baseConfig,
   timeout: 90_000,
@@ -92,13 +99,13 @@ const config: PlaywrightTestConfig = {
       ]
     }
   },
-  projects: SERVERS.map(server => ({
+  projects: STARTED.map(server => ({
     name: server.name,
     // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
     testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
     use: { baseURL: `http://localhost:${server.port}` }
   })),
-  webServer: SERVERS.map(server => ({
+  webServer: STARTED.map(server => ({
     command: server.command ?? 'jlpm start',
     url: `http://localhost:${server.port}/lab`,
     env: {

@@ -17,6 +17,9 @@ export class RequestError extends Error {
   }
 }
 
+/** The request seam of the models: `requestAPI` in the application, a fake server in unit tests. */
+export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
+
 /**
  * Call `{base_url}jupyter-air/<endpoint>` and return its JSON body.
  *

@@ -5,10 +5,11 @@ import { act } from 'react';
 import { createRoot, Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { ClusterOverview } from '../components/ClusterOverview';
-import { GpuPanel } from '../components/GpuPanel';
-import { GpuModel, Requester } from '../model';
-import { IGpuPayload, INodeSummary } from '../tokens';
+import { ClusterOverview } from '../gpu/components/ClusterOverview';
+import { GpuPanel } from '../gpu/components/GpuPanel';
+import { GpuModel } from '../gpu/model';
+import type { Requester } from '../request';
+import { IGpuPayload, INodeSummary } from '../gpu/tokens';
 import { FakeServer, START_MS } from './fakeServer';
 
 const trans = nullTranslator.load('jupyter_air');

@@ -6,12 +6,12 @@ import { createRoot, Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { ErrorBanner, PausedBanner } from '../components/Banners';
-import { DeviceList } from '../components/DeviceList';
-import { GpuPanel } from '../components/GpuPanel';
-import { Header } from '../components/Header';
-import { ProcessList } from '../components/ProcessList';
-import { appendPayload, emptyHistory } from '../history';
-import { GpuModel } from '../model';
+import { DeviceList } from '../gpu/components/DeviceList';
+import { GpuPanel } from '../gpu/components/GpuPanel';
+import { Header } from '../gpu/components/Header';
+import { ProcessList } from '../gpu/components/ProcessList';
+import { appendPayload, emptyHistory } from '../gpu/history';
+import { GpuModel } from '../gpu/model';
 import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
 
@@ -146,7 +146,14 @@ describe('views', () => {
   it('tells a missing server extension from a failing one, and when it retries', () => {
     // Given a 404 with a retry in 20 s
     const missing = new RequestError('jupyter-air/gpu answered 404', 'unavailable', 404);
-    render(<ErrorBanner trans={trans} error={missing} retryInMs={20_000} />);
+    render(
+      <ErrorBanner
+        trans={trans}
+        error={missing}
+        heading="Reading GPU data failed"
+        retryInMs={20_000}
+      />
+    );
     // Then the banner says the extension is unavailable, with the message and the retry
     expect(container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent).toBe(
       'Server extension unavailable'
@@ -154,7 +161,14 @@ describe('views', () => {
     expect(container.querySelector('.jp-Air-retry')?.textContent).toBe('Retrying in 20 seconds.');
     // Given a server error and no retry scheduled (paused)
     const failing = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
-    render(<ErrorBanner trans={trans} error={failing} retryInMs={null} />);
+    render(
+      <ErrorBanner
+        trans={trans}
+        error={failing}
+        heading="Reading GPU data failed"
+        retryInMs={null}
+      />
+    );
     // Then it says reading failed, and nothing about retrying
     expect(container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
       'Reading GPU data failed'

@@ -2,9 +2,9 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import { describe, expect, it } from 'vitest';
 
-import { chartData } from '../charts';
+import { chartData } from '../gpu/charts';
 import { formatBytes, formatDuration, formatValue } from '../format';
-import { appendPayload, capHistory, emptyHistory, latestValue } from '../history';
+import { appendPayload, capHistory, emptyHistory, latestValue } from '../gpu/history';
 import { FakeServer, START_MS } from './fakeServer';
 
 const trans = nullTranslator.load('jupyter_air');

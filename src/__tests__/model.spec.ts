@@ -1,7 +1,7 @@
 /** Unit tests of the GPU model: merging, the history cap, the inactivity pause, errors and versions. */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { GpuModel } from '../model';
+import { GpuModel } from '../gpu/model';
 import { RequestError } from '../request';
 import { FRONTEND_VERSION } from '../version';
 import { FakeServer } from './fakeServer';

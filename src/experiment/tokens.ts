@@ -1,7 +1,6 @@
 /** Identifiers, settings and REST payload types of the Experiment panel and the Logs view. */
 
 export const EXPERIMENT_PLUGIN_ID = 'jupyter-air:experiment';
-export const STATUS_BAR_PLUGIN_ID = 'jupyter-air:status-bar';
 export const EXPERIMENT_PANEL_ID = 'jupyter-air-experiment-panel';
 
 export namespace ExperimentCommandIDs {

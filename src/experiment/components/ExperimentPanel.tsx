@@ -86,7 +86,14 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
       {model.pausedAfterSeconds !== null ? (
         <PausedBanner timeoutSeconds={model.pausedAfterSeconds} trans={trans} />
       ) : null}
-      {error ? <ErrorBanner error={error} retryInMs={null} trans={trans} /> : null}
+      {error ? (
+        <ErrorBanner
+          error={error}
+          heading={trans.__('Reading runs and jobs failed')}
+          retryInMs={model.paused ? null : model.retryInMs}
+          trans={trans}
+        />
+      ) : null}
 
       <section className="jp-Air-section jp-Air-runs-section">
         <div className="jp-Air-section-title">

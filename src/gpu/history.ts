@@ -1,13 +1,5 @@
 /** Client-side GPU and host history: merging `since` answers and capping the window. */
-import { GPU_METRICS, IGpuPayload, IGpuSeries } from './tokens';
-
-/** Columnar samples: `gpus[metric][gpu][k]` and `host*[k]` are taken at `timestampsMs[k]`. */
-export interface IGpuHistory {
-  timestampsMs: number[];
-  gpus: IGpuSeries;
-  hostCpuPercent: (number | null)[];
-  hostMemoryUsedBytes: (number | null)[];
-}
+import { GPU_METRICS, IGpuHistory, IGpuPayload } from './tokens';
 
 /** An empty history for `gpuCount` GPUs. */
 export function emptyHistory(gpuCount: number): IGpuHistory {

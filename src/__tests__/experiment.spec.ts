@@ -56,13 +56,37 @@ describe('ExperimentModel', () => {
     ]);
     expect(model.runs.map(r => r.run_id)).toEqual(['b', 'a']);
     expect(model.jobs.map(j => j.job_run_id)).toEqual(['job-1']);
-    // And with nothing running it does not poll again
+    // And with nothing running it reads only the job list, once per poll interval (5 s)
     await advance(60 * SECOND);
-    expect(server.calls).toHaveLength(2);
+    expect(server.requests.slice(2)).toEqual(Array.from({ length: 12 }, () => 'GET jobs'));
+    // When the panel is hidden, Then it reads nothing more
+    model.setVisible(false);
+    await advance(5 * SECOND);
+    const count = server.calls.length;
+    await advance(60 * SECOND);
+    expect(server.calls).toHaveLength(count);
     expect(model.state).toBe('idle');
   });
 
-  it('polls while a run is running, asking only for changes, and stops once it has ended', async () => {
+  it('shows a job started from a terminal within one poll interval, without Refresh', async () => {
+    // Given the panel shown, with nothing running
+    server.runs.set(NOTEBOOK, [makeRun('a', T0)]);
+    makeModel({ pollIntervalSeconds: 5 });
+    model.notebookPath = NOTEBOOK;
+    model.setVisible(true);
+    await advance(30 * SECOND);
+    expect(model.jobs).toEqual([]);
+    // When `air run` starts a job from a terminal
+    server.jobs = [makeJob('job-from-terminal')];
+    await advance(5 * SECOND);
+    // Then the panel lists it, running
+    expect(model.jobs.map(j => [j.job_run_id, j.status])).toEqual([
+      ['job-from-terminal', 'RUNNING']
+    ]);
+    expect(model.state).toBe('live');
+  });
+
+  it('reads the runs while one is running, asking only for changes, until it has ended', async () => {
     // Given a notebook with an old finished run and a running one
     const running = makeRun('live', T0 + 20_000, 'RUNNING');
     server.runs.set(NOTEBOOK, [makeRun('old', T0), running]);
@@ -83,12 +107,12 @@ describe('ExperimentModel', () => {
     running.status = 'FINISHED';
     running.end_ms = T0 + 30_000;
     await advance(3 * SECOND);
-    // Then the panel shows it finished, and polling stops
+    // Then the panel shows it finished, and reads the runs no more (only the job list)
     expect(model.runs.find(r => r.run_id === 'live')?.status).toBe('FINISHED');
-    const count = server.calls.length;
+    const runReads = () => server.requests.filter(r => r.startsWith('GET runs')).length;
+    const count = runReads();
     await advance(60 * SECOND);
-    expect(server.calls).toHaveLength(count);
-    expect(model.state).toBe('idle');
+    expect(runReads()).toBe(count);
   });
 
   it('while only a job is active, reads only the jobs', async () => {
@@ -105,14 +129,14 @@ describe('ExperimentModel', () => {
     await advance(5 * SECOND);
     const count = server.calls.length;
     await advance(60 * SECOND);
-    // Then after the first load only the jobs were read, until the job ended
+    // Then after the first load only the jobs were read, one request per poll
     expect(server.requests.filter(r => r.startsWith('GET runs'))).toHaveLength(1);
     expect(server.requests.filter(r => r === 'GET jobs').length).toBeGreaterThanOrEqual(4);
-    expect(server.calls).toHaveLength(count);
+    expect(server.calls.length - count).toBe(12);
     expect(model.jobs[0].status).toBe('SUCCEEDED');
   });
 
-  it('polls while a cell of the notebook runs, and once more when it is done', async () => {
+  it('reads the runs while a cell of the notebook runs, and once more when it is done', async () => {
     // Given a shown panel with nothing running
     server.runs.set(NOTEBOOK, []);
     makeModel({ pollIntervalSeconds: 3 });
@@ -131,9 +155,11 @@ describe('ExperimentModel', () => {
     // Then it polled during the cell and saw the run end right after
     expect(server.calls.length - before).toBeGreaterThanOrEqual(8);
     expect(model.runs.map(r => [r.run_id, r.status])).toEqual([['cell', 'FINISHED']]);
-    const count = server.calls.length;
+    // And then reads the runs no more
+    const runReads = () => server.requests.filter(r => r.startsWith('GET runs')).length;
+    const count = runReads();
     await advance(60 * SECOND);
-    expect(server.calls).toHaveLength(count);
+    expect(runReads()).toBe(count);
   });
 
   it('follows another notebook: its runs replace the previous ones', async () => {

@@ -63,6 +63,7 @@ describe('Experiment views', () => {
           nowMs={T0}
           onOpenLogs={() => undefined}
           onCancel={() => undefined}
+          onCopy={() => undefined}
           trans={trans}
         />
       </>
@@ -90,6 +91,7 @@ describe('Experiment views', () => {
         nowMs={T0}
         onOpenLogs={onOpenLogs}
         onCancel={onCancel}
+        onCopy={() => undefined}
         trans={trans}
       />
     );
@@ -99,6 +101,51 @@ describe('Experiment views', () => {
     const logs = container.querySelector('[data-job-id="job-done"] .jp-Air-job-logs');
     act(() => (logs as HTMLButtonElement).click());
     expect(onOpenLogs).toHaveBeenCalledWith('job-done', 0, 0);
+  });
+
+  it('lets a cut job id or experiment name be read whole (tooltip) and the id be copied', () => {
+    // Given a job of an experiment with a long name, and a run in another long-named experiment
+    const longName = 'image-classification/resnet50-imagenet-ablation-lr-warmup-' + HOSTILE;
+    const job = { ...makeJob('job-3f9a1c2b7d4e', 'SUCCEEDED'), experiment_name: longName };
+    const run = { ...makeRun('r1', T0), experiment_name: longName, run_name: 'a-run-' + HOSTILE };
+    const onCopy = vi.fn();
+    render(
+      <>
+        <RunList
+          runs={[run]}
+          childrenOf={() => []}
+          selected={new Set()}
+          onToggle={() => undefined}
+          nowMs={T0}
+          trans={trans}
+        />
+        <JobList
+          jobs={[job]}
+          nowMs={T0}
+          onOpenLogs={() => undefined}
+          onCancel={() => undefined}
+          onCopy={onCopy}
+          trans={trans}
+        />
+      </>
+    );
+    // Then hovering the id, the names and the experiments tells them whole, as text
+    const jobRow = container.querySelector('[data-job-id="job-3f9a1c2b7d4e"]')!;
+    expect(jobRow.querySelector('.jp-Air-job-id')?.getAttribute('title')).toBe('job-3f9a1c2b7d4e');
+    expect(jobRow.querySelector('.jp-Air-run-experiment')?.getAttribute('title')).toBe(
+      `Experiment: ${longName}`
+    );
+    const runRow = container.querySelector('[data-run-id="r1"]')!;
+    expect(runRow.querySelector('.jp-Air-run-experiment')?.getAttribute('title')).toBe(
+      `Experiment: ${longName}`
+    );
+    expect(runRow.querySelector('.jp-Air-run-name')?.getAttribute('title')).toContain(
+      'a-run-' + HOSTILE
+    );
+    expect(container.querySelector('img')).toBeNull();
+    // When Copy next to the id is clicked, Then the id goes to the clipboard
+    act(() => (jobRow.querySelector('.jp-Air-copy') as HTMLButtonElement).click());
+    expect(onCopy).toHaveBeenCalledWith('job-3f9a1c2b7d4e');
   });
 
   it('compares two selected runs in the MLflow UI', async () => {
@@ -114,6 +161,7 @@ describe('Experiment views', () => {
         onOpenUrl={onOpenUrl}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onCopy={() => undefined}
         trans={trans}
       />
     );
@@ -145,6 +193,7 @@ describe('Experiment views', () => {
         onOpenUrl={() => undefined}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onCopy={() => undefined}
         trans={trans}
       />
     );

@@ -22,10 +22,11 @@ const CHANGES_LIMIT = 200;
 /**
  * Holds the runs of the followed notebook and the `air` jobs (see `PollingModel` for when it pauses).
  *
- * It polls only while the panel is visible and something may change: a run or a job is active, or
- * the notebook's kernel is busy (a cell may be starting a run). After the first page of runs, a poll
- * asks only for the runs that changed (`since` = the oldest start among the runs still running, or the
- * newest start held), so a long list costs one small answer per poll.
+ * It polls while the panel is visible. Each poll reads the job list (a job started from a terminal
+ * shows within one interval); the runs only while something may change them: a run is running, or the
+ * notebook's kernel is busy (a cell may be starting a run), and once after. After the first page of
+ * runs, a poll asks only for the runs that changed (`since` = the oldest start among the runs still
+ * running, or the newest start held), so a long list costs one small answer per poll.
  */
 export class ExperimentModel extends PollingModel {
   constructor(options: ExperimentModel.IOptions = {}) {
@@ -162,9 +163,9 @@ export class ExperimentModel extends PollingModel {
     return this._settings.inactivityTimeoutSeconds;
   }
 
-  /** Polling goes on while the panel is visible and something may change (or a full reload is due). */
+  /** Polling goes on while the panel is visible. */
   protected due(): boolean {
-    return this.visible && (this._fullReload || this.active);
+    return this.visible;
   }
 
   /** A panel shown again reloads the first page of runs and the jobs. */
@@ -173,8 +174,8 @@ export class ExperimentModel extends PollingModel {
   }
 
   /**
-   * Read what may have changed: the runs while one runs or a cell runs (and once after), the jobs while
-   * one is active or a cell runs (it may start one); both on a full reload or a refresh.
+   * Read what may have changed: the runs while one runs or a cell runs (and once after), or on a full
+   * reload or a refresh; the jobs every time.
    */
   protected async fetch(refresh: boolean): Promise<void> {
     const full = refresh || this._fullReload;
@@ -186,10 +187,7 @@ export class ExperimentModel extends PollingModel {
     if (path !== null && (full || due || runsRunning || this._runsPayload === null)) {
       await this._fetchRuns(path, full || this._runsPayload === null);
     }
-    const jobsActive = this._jobs.some(job => ACTIVE_JOB_STATUSES.includes(job.status));
-    if (full || due || jobsActive || !this._loaded) {
-      this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
-    }
+    this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
     this._loaded = true;
     this.emitChanged();
   }

@@ -132,11 +132,16 @@ export const experimentPlugin: JupyterFrontEndPlugin<void> = {
       area: 'left',
       rank: 600,
       icon: experimentIcon,
-      caption: trans.__('Experiment: runs and workloads'),
+      label: trans.__('Experiment'),
+      caption: trans.__(
+        "Experiment: the current notebook's MLflow runs, and the air jobs (workloads) with their logs"
+      ),
       open: {
         id: ExperimentCommandIDs.openExperimentPanel,
-        label: trans.__('Open Experiment panel'),
-        caption: trans.__("Show the current notebook's runs and the air jobs")
+        label: trans.__('Open Experiment panel (MLflow runs, air jobs)'),
+        caption: trans.__(
+          "Show the current notebook's MLflow runs, and the air jobs (workloads) with their logs"
+        )
       },
       refresh: {
         id: ExperimentCommandIDs.refreshExperimentPanel,

@@ -1,7 +1,7 @@
 /** The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job. */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
-import { refreshIcon } from '@jupyterlab/ui-components';
+import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { ModelView } from '../modelView';
@@ -26,8 +26,10 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
         onOpenUrl={url => window.open(url, '_blank', 'noopener')}
         onOpenLogs={onOpenLogs}
         onCancelJob={job => void this._confirmCancel(job)}
+        onCopy={text => Clipboard.copyToSystem(text)}
         trans={trans}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        copyIcon={<copyIcon.react tag="span" className="jp-Air-copy-icon" />}
       />
     );
   }

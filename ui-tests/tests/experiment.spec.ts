@@ -4,7 +4,12 @@
  */
 import { expect, galata, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Page } from '@playwright/test';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 
+import { EXPERIMENT_AIR_HOME } from '../playwright.config';
 import { openNotebook, PLUGIN_ID, widenRightSidebar } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
@@ -75,6 +80,17 @@ function runRow(page: Page, name: string) {
   });
 }
 
+/** Run `air <args>` in `cwd` as a terminal of this server's user would; returns what it printed. */
+function air(cwd: string, ...args: string[]): string {
+  const python = process.env.JUPYTER_AIR_UI_PYTHON ?? 'python';
+  return execFileSync(python, ['-m', 'jupyter_air.cli', ...args], {
+    cwd,
+    env: { ...process.env, AIR_HOME: EXPERIMENT_AIR_HOME, MLFLOW_TRACKING_URI: '' }
+  })
+    .toString()
+    .trim();
+}
+
 test.describe('Experiment panel', () => {
   test('shows the notebook runs live, nested by source, and compares them in MLflow', async ({
     page,
@@ -128,6 +144,57 @@ test.describe('Experiment panel', () => {
     await expect(mlflow.getByText(/Comparing 2 Runs/).first()).toBeVisible({ timeout: 150_000 });
     await mlflow.screenshot({ path: testInfo.outputPath('mlflow-compare.png') });
     await mlflow.close();
+  });
+
+  test('is labelled, found in the palette, and lists a job started from a terminal without Refresh', async ({
+    page
+  }, testInfo) => {
+    test.setTimeout(180_000);
+    // Given JupyterLab open with no notebook
+    const tab = page.locator(LEFT_TAB);
+    // Then the Experiment panel's tab says its name, and its tooltip what it holds
+    await expect(tab.locator('.lm-TabBar-tabLabel')).toHaveText('Experiment');
+    await expect(tab).toHaveAttribute('title', /MLflow runs.*air jobs/);
+    // When "air jobs" is typed in the command palette, Then it offers the panel, which opens
+    await page.keyboard.press('Control+Shift+C');
+    await page.locator('.lm-CommandPalette-input').fill('air jobs');
+    const item = page.locator('.lm-CommandPalette-item', { hasText: 'Open Experiment panel' });
+    await item.first().click();
+    const panel = page.locator(EXPERIMENT_PANEL);
+    await expect(panel).toBeVisible();
+    await expect(panel.locator('.jp-Air-state')).toHaveText('live');
+    await page
+      .locator('.jp-SideBar.jp-mod-left')
+      .screenshot({ path: testInfo.outputPath('left-sidebar-tabs.png') });
+
+    // When a job of a long-named experiment is started from a terminal
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-terminal-'));
+    const experiment = 'terminal-started-resnet50-imagenet-ablation-warmup-cosine';
+    fs.writeFileSync(
+      path.join(folder, 'workload.yaml'),
+      `experiment_name: ${experiment}\ncommand: sleep 120\ncompute: {num_accelerators: 0}\n`
+    );
+    const jobId = air(folder, 'run', '-f', 'workload.yaml');
+    expect(jobId).toMatch(/^job-[0-9a-f]{12}$/);
+    // Then the panel lists it without Refresh, its id whole at the default width
+    const job = panel.locator(`.jp-Air-job[data-job-id="${jobId}"]`);
+    await expect(job).toBeVisible({ timeout: 30_000 });
+    const id = job.locator('.jp-Air-job-id');
+    await expect(id).toHaveText(jobId);
+    expect(await id.evaluate(node => node.scrollWidth <= node.clientWidth)).toBe(true);
+    // And the experiment's whole name is in its tooltip
+    await expect(job.locator('.jp-Air-run-experiment')).toHaveAttribute(
+      'title',
+      `Experiment: ${experiment}`
+    );
+    // When Copy is clicked, Then the id is on the clipboard
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await job.locator('.jp-Air-copy').click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(jobId);
+    await panel
+      .locator('.jp-Air-jobs-section')
+      .screenshot({ path: testInfo.outputPath('terminal-job.png') });
+    air(folder, 'cancel', jobId);
   });
 
   test('follows an air job in the Logs view and cancels it from the panel', async ({

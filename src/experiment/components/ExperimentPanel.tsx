@@ -15,8 +15,11 @@ export interface IExperimentPanelProps {
   onOpenUrl: (url: string) => void;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancelJob: (job: IJob) => void;
+  /** Put a text (a job id) on the clipboard. */
+  onCopy: (text: string) => void;
   trans: TranslationBundle;
   refreshIcon?: React.ReactNode;
+  copyIcon?: React.ReactNode;
 }
 
 function stateLabel(state: ExperimentState, trans: TranslationBundle): string {
@@ -45,7 +48,8 @@ function useNow(running: boolean): number {
 }
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
-  const { model, onOpenUrl, onOpenLogs, onCancelJob, trans, refreshIcon } = props;
+  const { model, onOpenUrl, onOpenLogs, onCancelJob, onCopy, trans, refreshIcon, copyIcon } =
+    props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const nowMs = useNow(model.active);
   const path = model.notebookPath;
@@ -145,7 +149,9 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             nowMs={nowMs}
             onOpenLogs={onOpenLogs}
             onCancel={onCancelJob}
+            onCopy={onCopy}
             trans={trans}
+            copyIcon={copyIcon}
           />
         ) : (
           <div className="jp-Air-empty-reason">

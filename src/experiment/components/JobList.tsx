@@ -10,11 +10,15 @@ export interface IJobListProps {
   nowMs: number;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancel: (job: IJob) => void;
+  /** Put a text (a job id) on the clipboard. */
+  onCopy: (text: string) => void;
   trans: TranslationBundle;
+  /** Icon of the Copy buttons. */
+  copyIcon?: React.ReactNode;
 }
 
 export function JobList(props: IJobListProps): JSX.Element {
-  const { jobs, nowMs, onOpenLogs, onCancel, trans } = props;
+  const { jobs, nowMs, onOpenLogs, onCancel, onCopy, trans, copyIcon } = props;
   return (
     <ul className="jp-Air-jobs">
       {jobs.map(job => {
@@ -31,10 +35,17 @@ export function JobList(props: IJobListProps): JSX.Element {
           >
             <div className="jp-Air-run-main">
               <span className={`jp-Air-status-dot jp-Air-status-${job.status}`} />
-              <span className="jp-Air-job-id">{job.job_run_id}</span>
-              <span className="jp-Air-run-experiment" title={trans.__('Experiment')}>
-                {job.experiment_name}
+              <span className="jp-Air-job-id" title={job.job_run_id}>
+                {job.job_run_id}
               </span>
+              <button
+                className="jp-Air-copy"
+                onClick={() => onCopy(job.job_run_id)}
+                title={trans.__('Copy the job id (for air get, air logs, air cancel)')}
+                aria-label={trans.__('Copy %1', job.job_run_id)}
+              >
+                {copyIcon ?? trans.__('Copy')}
+              </button>
               {active ? (
                 <button
                   className="jp-Air-job-cancel jp-mod-styled jp-mod-warn"
@@ -48,6 +59,12 @@ export function JobList(props: IJobListProps): JSX.Element {
             <div className="jp-Air-run-details">
               <span className={`jp-Air-run-status jp-Air-status-text-${job.status}`}>
                 {job.status.toLowerCase()}
+              </span>
+              <span
+                className="jp-Air-run-experiment"
+                title={trans.__('Experiment: %1', job.experiment_name)}
+              >
+                {job.experiment_name}
               </span>
               <span className="jp-Air-run-duration" title={trans.__('Duration')}>
                 {formatElapsed(durationMs)}

@@ -76,12 +76,12 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
             href={run.url}
             target="_blank"
             rel="noopener noreferrer"
-            title={trans.__('Open the run in the MLflow UI (%1)', run.experiment_name ?? '')}
+            title={trans.__('%1 — open the run in the MLflow UI', name)}
           >
             {name}
           </a>
         ) : (
-          <span className="jp-Air-run-name" title={run.run_id}>
+          <span className="jp-Air-run-name" title={trans.__('%1 (run %2)', name, run.run_id)}>
             {name}
           </span>
         )}
@@ -98,7 +98,10 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
           </span>
         ) : null}
         {run.experiment_name && run.experiment_name !== defaultExperiment ? (
-          <span className="jp-Air-run-experiment" title={trans.__('Experiment')}>
+          <span
+            className="jp-Air-run-experiment"
+            title={trans.__('Experiment: %1', run.experiment_name)}
+          >
             {run.experiment_name}
           </span>
         ) : null}

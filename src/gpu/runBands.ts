@@ -6,10 +6,54 @@ import type { IRun } from '../experiment/tokens';
 import { formatElapsed } from '../format';
 
 /** Label rows of overlapping runs, so nested runs' names do not cover each other. */
-const LABEL_ROWS = 3;
+export const LABEL_ROWS = 3;
 const LABEL_ROW_PX = 14;
 /** Labels of short runs may reach past their band, so that a few letters of the name show. */
-const LABEL_MIN_PX = 64;
+export const LABEL_MIN_PX = 64;
+/** A label narrower than this is left out (its run is still shaded); a few letters and the ellipsis. */
+export const LABEL_SHOWN_PX = 28;
+
+/** A run's band, in pixels from the plot's left edge. */
+export interface IBand {
+  left: number;
+  right: number;
+}
+
+/** Where a label goes: its row, left edge and width in pixels. */
+export interface ILabelPlace {
+  row: number;
+  left: number;
+  width: number;
+}
+
+/**
+ * Place the labels of `bands` (oldest first) in a plot `width` pixels wide: never past its edges, never
+ * over another label. The newest runs are placed first; an older label is cut where a newer one in its
+ * row starts, and left out (`null`) when less than `LABEL_SHOWN_PX` of it would show in any row.
+ */
+export function placeLabels(bands: IBand[], width: number): (ILabelPlace | null)[] {
+  /** Per row, where the leftmost label placed so far starts. */
+  const rowStarts: number[] = Array.from({ length: LABEL_ROWS }, () => width);
+  const places: (ILabelPlace | null)[] = bands.map(() => null);
+  for (let i = bands.length - 1; i >= 0; i--) {
+    const { left, right } = bands[i];
+    const wanted = Math.max(LABEL_MIN_PX, right - left);
+    // A run starting near the right edge has its label moved left, to show as much as a short run's.
+    const start = Math.max(0, Math.min(left, width - LABEL_MIN_PX));
+    let best: ILabelPlace | null = null;
+    for (let row = 0; row < LABEL_ROWS; row++) {
+      const room = Math.min(wanted, rowStarts[row] - start);
+      if (room >= LABEL_SHOWN_PX && (best === null || room > best.width)) {
+        best = { row, left: start, width: room };
+      }
+    }
+    if (best !== null) {
+      rowStarts[best.row] = best.left;
+      places[i] = best;
+    }
+  }
+  return places;
+}
 
 /**
  * Place one band per run under the plot (the canvas is transparent) and, on the first chart, a
@@ -29,47 +73,46 @@ export function drawRuns(
     return;
   }
   const width = plot.over.clientWidth;
-  const rowEnds: number[] = [];
-  [...runs]
+  const shown = [...runs]
     .sort((a, b) => a.start_ms - b.start_ms)
-    .forEach(run => {
-      const startS = run.start_ms / 1000;
-      const endS = run.end_ms === null ? max : run.end_ms / 1000;
-      if (endS < min || startS > max) {
-        return;
-      }
-      const left = Math.max(0, plot.valToPos(Math.max(startS, min), 'x'));
-      const right = Math.min(width, plot.valToPos(Math.min(endS, max), 'x'));
-      const band = document.createElement('div');
-      band.className = `jp-Air-run-band jp-Air-status-${run.status}`;
-      band.dataset.runId = run.run_id;
-      band.style.left = `${left}px`;
-      band.style.width = `${Math.max(2, right - left)}px`;
-      plot.under.appendChild(band);
-      if (!labelled) {
-        return;
-      }
-      const labelWidth = Math.max(LABEL_MIN_PX, right - left);
-      let row = rowEnds.findIndex(end => end <= left);
-      if (row < 0) {
-        row = Math.min(rowEnds.length, LABEL_ROWS - 1);
-      }
-      rowEnds[row] = left + labelWidth;
-      const label = document.createElement('div');
-      const name = run.run_name || run.run_id;
-      label.className = `jp-Air-run-label jp-Air-status-${run.status}`;
-      label.dataset.runId = run.run_id;
-      label.textContent = name;
-      label.title = trans.__(
-        '%1 · %2 · %3 — click to open the run',
-        name,
-        run.status.toLowerCase(),
-        formatElapsed((run.end_ms ?? max * 1000) - run.start_ms)
-      );
-      label.style.left = `${left}px`;
-      label.style.top = `${row * LABEL_ROW_PX}px`;
-      label.style.maxWidth = `${labelWidth}px`;
-      label.addEventListener('click', () => onOpen(run));
-      plot.over.appendChild(label);
-    });
+    .map(run => ({ run, startS: run.start_ms / 1000, endS: (run.end_ms ?? max * 1000) / 1000 }))
+    .filter(({ startS, endS }) => endS >= min && startS <= max)
+    .map(({ run, startS, endS }) => ({
+      run,
+      left: Math.max(0, plot.valToPos(Math.max(startS, min), 'x')),
+      right: Math.min(width, plot.valToPos(Math.min(endS, max), 'x'))
+    }));
+  shown.forEach(({ run, left, right }) => {
+    const band = document.createElement('div');
+    band.className = `jp-Air-run-band jp-Air-status-${run.status}`;
+    band.dataset.runId = run.run_id;
+    band.style.left = `${left}px`;
+    band.style.width = `${Math.max(2, right - left)}px`;
+    plot.under.appendChild(band);
+  });
+  if (!labelled) {
+    return;
+  }
+  placeLabels(shown, width).forEach((place, i) => {
+    if (place === null) {
+      return;
+    }
+    const run = shown[i].run;
+    const name = run.run_name || run.run_id;
+    const label = document.createElement('div');
+    label.className = `jp-Air-run-label jp-Air-status-${run.status}`;
+    label.dataset.runId = run.run_id;
+    label.textContent = name;
+    label.title = trans.__(
+      '%1 · %2 · %3 — click to open the run',
+      name,
+      run.status.toLowerCase(),
+      formatElapsed((run.end_ms ?? max * 1000) - run.start_ms)
+    );
+    label.style.left = `${place.left}px`;
+    label.style.top = `${place.row * LABEL_ROW_PX}px`;
+    label.style.maxWidth = `${place.width}px`;
+    label.addEventListener('click', () => onOpen(run));
+    plot.over.appendChild(label);
+  });
 }

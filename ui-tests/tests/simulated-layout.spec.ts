@@ -11,7 +11,10 @@ import { PANEL, SIDEBAR_TAB, widenRightSidebar } from './helpers';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
 
-/** Runs with long names, nested and overlapping, two still running: [name, start, end] in seconds before the newest sample. */
+/**
+ * Runs with long names, nested and overlapping, two still running: name, start and end in seconds
+ * before the newest GPU sample.
+ */
 const RUNS: [string, number, number | null][] = [
   ['preprocess-imagenet-shards-train-split', 14, 3],
   [`resnet50-lr-sweep-warmup-cosine ${HOSTILE}`, 12, null],
@@ -21,22 +24,17 @@ const RUNS: [string, number, number | null][] = [
   ['tokenizer-warmup-and-cache-fill', 4, null]
 ];
 
-/**
- * Record `RUNS` in the server's store as notebook calls do, within the GPU samples the server holds (the
- * charts ask for the runs active since their oldest sample).
- */
-function createRuns(newestSampleMs: number): void {
-  const runs = RUNS.map(([name, start, end]) => ({
-    name,
-    start_ms: newestSampleMs - start * 1000,
-    end_ms: end === null ? null : newestSampleMs - end * 1000
-  }));
+/** Record runs in the server's store as notebook calls do (`once`: unless the experiment has runs already). */
+function createRuns(
+  runs: { name: string; start_ms: number; end_ms: number | null }[],
+  once = false
+): void {
   const code = [
     'import json, sys',
     'from jupyter_air.tracking.store import client, ensure_experiment',
     'experiment = ensure_experiment("layout")',
     '# A worker started again after a failed test finds them recorded already.',
-    'if client().search_runs([experiment], max_results=1):',
+    'if sys.argv[2] == "once" and client().search_runs([experiment], max_results=1):',
     '    sys.exit(0)',
     'for r in json.loads(sys.argv[1]):',
     '    tags = {"air.source": "magic"}',
@@ -44,7 +42,8 @@ function createRuns(newestSampleMs: number): void {
     '    if r["end_ms"] is not None:',
     '        client().set_terminated(run.info.run_id, end_time=r["end_ms"])'
   ].join('\n');
-  execFileSync(process.env.JUPYTER_AIR_UI_PYTHON ?? 'python', ['-c', code, JSON.stringify(runs)], {
+  const args = ['-c', code, JSON.stringify(runs), once ? 'once' : 'always'];
+  execFileSync(process.env.JUPYTER_AIR_UI_PYTHON ?? 'python', args, {
     env: { ...process.env, AIR_HOME: SIMULATED_AIR_HOME, MLFLOW_TRACKING_URI: '' }
   });
 }
@@ -65,7 +64,14 @@ test.beforeAll(async ({ playwright }, testInfo) => {
     )
     .toBeGreaterThan(16_000);
   await http.dispose();
-  createRuns(timestamps[timestamps.length - 1]);
+  // Within the GPU samples the server holds: the charts ask for the runs active since their oldest one.
+  const newest = timestamps[timestamps.length - 1];
+  const runs = RUNS.map(([name, start, end]) => ({
+    name,
+    start_ms: newest - start * 1000,
+    end_ms: end === null ? null : newest - end * 1000
+  }));
+  createRuns(runs, true);
 });
 
 /** Elements whose content is wider than their box (cut off, or hidden behind an ellipsis). */
@@ -144,8 +150,15 @@ for (const width of [250, 500]) {
     expect((await panel.boundingBox())?.width ?? 0).toBeLessThanOrEqual(width + 4);
     const bands = panel.locator('.jp-Air-chart-utilization .jp-Air-run-band');
     // (The server's first read of its MLflow store may take a while on a busy machine.)
-    await expect(bands).toHaveCount(RUNS.length, { timeout: 90_000 });
+    await expect(bands.nth(RUNS.length - 1)).toBeAttached({ timeout: 90_000 });
     await expect(panel.locator('.jp-Air-run-label').first()).toBeVisible();
+    // And a run that has just started, at the charts' right edge
+    const edge = `just-started-at-${width}px`;
+    createRuns([{ name: edge, start_ms: Date.now() - 1000, end_ms: null }]);
+    // (the newest run is labelled first, so its label always shows)
+    await expect(panel.locator('.jp-Air-run-label', { hasText: edge })).toBeVisible({
+      timeout: 30_000
+    });
     await expect(panel.locator('.u-legend .u-series').first()).toBeVisible();
     // When no sample is hovered, Then each legend has the time on a line, and the two GPUs on the next
     const expected = [['Time'], ['GPU 0', 'GPU 1']];

@@ -173,7 +173,7 @@ export abstract class PollingModel implements IDisposable {
   }
 
   /** Run requests one after another, never two at once. */
-  protected serialized(fn: () => Promise<void>): Promise<void> {
+  protected serialized<T>(fn: () => Promise<T>): Promise<T> {
     return this._queue.run(fn);
   }
 

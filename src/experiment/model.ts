@@ -9,7 +9,8 @@ import {
   IJob,
   IJobsPayload,
   IRun,
-  IRunsPayload
+  IRunsPayload,
+  ISubmitWorkload
 } from './tokens';
 
 /** What the panel's header shows. */
@@ -151,6 +152,48 @@ export class ExperimentModel extends PollingModel {
     });
   }
 
+  /** The job the panel shows a person (just submitted from this page), or `null`. */
+  get revealedJob(): string | null {
+    return this._revealedJob;
+  }
+
+  /**
+   * Submit the workload file at `path` (relative to the server's root) as an `air` job: listed at once,
+   * and shown (`revealedJob`). Rejects with the server's `RequestError`, every error of the file in
+   * its `errors`; a refused file is not the panel's failure, so `error` stays as it was.
+   */
+  async submitWorkload(path: string): Promise<IJob> {
+    const body: ISubmitWorkload = { path };
+    // A string body alone would be sent as text/plain.
+    const headers = { 'Content-Type': 'application/json' };
+    const job = await this.serialized(() =>
+      this.request<IJob>('jobs', { method: 'POST', headers, body: JSON.stringify(body) })
+    );
+    this._jobs = [job, ...this._jobs.filter(held => held.job_run_id !== job.job_run_id)];
+    this._revealedJob = job.job_run_id;
+    this.emitChanged();
+    return job;
+  }
+
+  /**
+   * Resolves `true` once the job has an attempt (so a log to follow), as the job list shows it; `false`
+   * if it ends, or leaves the list, without one.
+   */
+  jobStarted(jobRunId: string): Promise<boolean> {
+    return new Promise(resolve => {
+      const check = () => {
+        const job = this._jobs.find(held => held.job_run_id === jobRunId);
+        const started = !!job && job.attempts.length > 0;
+        if (started || !job || !ACTIVE_JOB_STATUSES.includes(job.status)) {
+          this.changed.disconnect(check);
+          resolve(started);
+        }
+      };
+      this.changed.connect(check);
+      check();
+    });
+  }
+
   /** Cancel an active job (the server answers once it has ended) and reload. */
   async cancelJob(jobRunId: string): Promise<void> {
     await this.serialized(async () => {
@@ -228,6 +271,7 @@ export class ExperimentModel extends PollingModel {
   private _nextPageToken: string | null = null;
   private _notebookPath: string | null = null;
   private _runs: IRun[] = [];
+  private _revealedJob: string | null = null;
   private _runsPayload: IRunsPayload | null = null;
   private _settings: IExperimentSettings;
 }

@@ -1,6 +1,7 @@
 /** The Experiment panel (left sidebar) with the Logs view, following the current notebook. */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
@@ -18,6 +19,9 @@ import {
 } from './tokens';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentPanelWidget } from './widgets';
+// The command and its context menu item are added during activation.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { addRunWorkloadCommand } from './workload';
 
 const LOG_ARGS = {
   args: {
@@ -102,20 +106,30 @@ function addLogsCommand(
 
 export const experimentPlugin: JupyterFrontEndPlugin<void> = {
   id: EXPERIMENT_PLUGIN_ID,
-  description: "The notebook's MLflow runs and the air jobs in the left sidebar, and their logs.",
+  description:
+    "The notebook's MLflow runs and the air jobs in the left sidebar, their logs, and Run workload… on YAML files.",
   autoStart: true,
-  optional: [INotebookTracker, ILayoutRestorer, ICommandPalette, ISettingRegistry, ITranslator],
+  optional: [
+    INotebookTracker,
+    ILayoutRestorer,
+    ICommandPalette,
+    ISettingRegistry,
+    ITranslator,
+    IDefaultFileBrowser
+  ],
   activate: async (
     app: JupyterFrontEnd,
     tracker: INotebookTracker | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    fileBrowser: IDefaultFileBrowser | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter_air');
     const model = new ExperimentModel();
     addLogsCommand(app, model, trans);
+    addRunWorkloadCommand(app, model, fileBrowser, trans);
     const widget = new ExperimentPanelWidget({
       model,
       onOpenLogs: (jobRunId, attempt, node) =>

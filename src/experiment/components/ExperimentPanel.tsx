@@ -48,8 +48,7 @@ function useNow(running: boolean): number {
 }
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
-  const { model, onOpenUrl, onOpenLogs, onCancelJob, onCopy, trans, refreshIcon, copyIcon } =
-    props;
+  const { model, onOpenUrl, onOpenLogs, onCancelJob, onCopy, trans, refreshIcon, copyIcon } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const nowMs = useNow(model.active);
   const path = model.notebookPath;
@@ -123,6 +122,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             onToggle={toggle}
             nowMs={nowMs}
             defaultExperiment={model.runsPayload?.default_experiment}
+            onOpenLogs={onOpenLogs}
             trans={trans}
           />
         ) : (
@@ -152,10 +152,12 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             onCopy={onCopy}
             trans={trans}
             copyIcon={copyIcon}
+            revealed={model.revealedJob}
           />
         ) : (
           <div className="jp-Air-empty-reason">
-            {trans.__('No air jobs yet. Start one from a terminal:')} <code>{CODE.airRun}</code>
+            {trans.__('No air jobs yet. Start one from a terminal:')} <code>{CODE.airRun}</code>{' '}
+            {trans.__('or right-click a YAML file in the file browser: Run workload…')}
           </div>
         )}
       </section>

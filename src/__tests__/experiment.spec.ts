@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ExperimentModel } from '../experiment/model';
 import { RequestError } from '../request';
 import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
+import { advance } from './harness';
 
 const SECOND = 1000;
 const NOTEBOOK = 'work/train.ipynb';
@@ -14,10 +15,6 @@ let model: ExperimentModel;
 /** Create the model under test (disposed after each test). */
 function makeModel(settings: Partial<ExperimentModel.IOptions['settings']> = {}): void {
   model = new ExperimentModel({ request: server.request, settings });
-}
-
-async function advance(ms: number): Promise<void> {
-  await vi.advanceTimersByTimeAsync(ms);
 }
 
 beforeEach(() => {

@@ -7,15 +7,12 @@ import { busiestGpu, readout } from '../gpu/readout';
 import { RunTimeline } from '../gpu/timeline';
 import { FakeRunsServer, makeRun } from './fakeRuns';
 import { FakeServer } from './fakeServer';
+import { advance } from './harness';
 
 const SECOND = 1000;
 const trans = nullTranslator.load('jupyter_air');
 
 let server: FakeRunsServer;
-
-async function advance(ms: number): Promise<void> {
-  await vi.advanceTimersByTimeAsync(ms);
-}
 
 beforeEach(() => {
   vi.useFakeTimers();

@@ -90,16 +90,9 @@ describe('placeLabels', () => {
   it('keeps run labels inside a narrow chart and off each other, newest runs first', () => {
     // Given a 170 px plot (a 250 px sidebar) and six runs, nested and overlapping, the last one still running
     const width = 170;
-    const bands = [
-      { left: 0, right: 150 },
-      { left: 10, right: 60 },
-      { left: 20, right: 30 },
-      { left: 40, right: 170 },
-      { left: 120, right: 125 },
-      { left: 150, right: 170 }
-    ];
+    const starts = [0, 10, 20, 40, 120, 150];
     // When their labels are placed
-    const places = placeLabels(bands, width);
+    const places = placeLabels(starts, width);
     // Then every label shown lies within the plot, and no two in a row overlap
     const shown = places.filter(p => p !== null);
     for (const place of shown) {
@@ -113,8 +106,10 @@ describe('placeLabels', () => {
         expect(a === b || a.row !== b.row || apart).toBe(true);
       }
     }
-    // And the newest run, near the right edge, is labelled in full width, moved left to fit
+    // And the newest run, near the right edge, is labelled, moved left to show a few letters
     expect(places[5]).toEqual({ row: 0, left: width - 64, width: 64 });
+    // And a label reaches up to the next newer label in its row, not just over its band
+    expect(places[3]).toEqual({ row: 2, left: 40, width: 130 });
     expect(shown.length).toBeGreaterThanOrEqual(4);
   });
 });

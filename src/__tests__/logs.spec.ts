@@ -3,14 +3,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { LogModel } from '../experiment/logModel';
 import { FakeRunsServer } from './fakeRuns';
+import { advance } from './harness';
 
 const SECOND = 1000;
 
 let server: FakeRunsServer;
-
-async function advance(ms: number): Promise<void> {
-  await vi.advanceTimersByTimeAsync(ms);
-}
 
 beforeEach(() => {
   vi.useFakeTimers();

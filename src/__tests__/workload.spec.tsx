@@ -3,8 +3,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot, Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { JobList } from '../experiment/components/JobList';
 import { RunList } from '../experiment/components/RunList';
@@ -13,28 +12,12 @@ import { ExperimentModel } from '../experiment/model';
 import type { IJob } from '../experiment/tokens';
 import { requestAPI, RequestError } from '../request';
 import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
+import { reactRoot } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
 const trans = nullTranslator.load('jupyter_air');
 
-let container: HTMLDivElement;
-let root: Root;
-
-function render(element: JSX.Element): void {
-  act(() => root.render(element));
-}
-
-beforeEach(() => {
-  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-  container = document.createElement('div');
-  document.body.appendChild(container);
-  root = createRoot(container);
-});
-
-afterEach(() => {
-  act(() => root.unmount());
-  container.remove();
-});
+const dom = reactRoot();
 
 /** A job of two nodes whose first attempt failed on node 1, the second still running. */
 function twoNodeJob(): IJob {
@@ -157,14 +140,14 @@ describe('Submitting a workload file', () => {
     // Given the errors of a refused file, one holding HTML
     const errors = ['bad.yaml:3: command: field required', `bad.yaml:5: ${HOSTILE}`];
     // When the dialog's body is rendered
-    render(<WorkloadErrors path="bad.yaml" message="refused" errors={errors} trans={trans} />);
+    dom.render(<WorkloadErrors path="bad.yaml" message="refused" errors={errors} trans={trans} />);
     // Then each error is a line of its own, read as typed
-    const lines = [...container.querySelectorAll('.jp-Air-workload-error')].map(
+    const lines = [...dom.container.querySelectorAll('.jp-Air-workload-error')].map(
       li => li.textContent
     );
     expect(lines).toEqual(errors);
-    expect(container.querySelector('img')).toBeNull();
-    expect(container.textContent).toContain('bad.yaml has 2 errors:');
+    expect(dom.container.querySelector('img')).toBeNull();
+    expect(dom.container.textContent).toContain('bad.yaml has 2 errors:');
   });
 });
 
@@ -172,7 +155,7 @@ describe('Jobs on several nodes, and runs of jobs', () => {
   it('lists every node of each attempt, with its host, how it ended, and its own Logs', () => {
     // Given a two-node job in its second attempt
     const onOpenLogs = vi.fn();
-    render(
+    dom.render(
       <JobList
         jobs={[twoNodeJob()]}
         nowMs={T0}
@@ -184,7 +167,7 @@ describe('Jobs on several nodes, and runs of jobs', () => {
       />
     );
     // Then each attempt lists nodes 0 and 1 in order, hosts as text, exit codes of the ended ones
-    const attempt = (n: number) => container.querySelector(`[data-attempt="${n}"]`)!;
+    const attempt = (n: number) => dom.container.querySelector(`[data-attempt="${n}"]`)!;
     const nodes = (n: number) =>
       [...attempt(n).querySelectorAll('.jp-Air-job-node')].map(node => [
         node.querySelector('.jp-Air-job-node-index')?.textContent,
@@ -199,7 +182,7 @@ describe('Jobs on several nodes, and runs of jobs', () => {
       ['node 0', 'gpu-07', null],
       ['node 1', HOSTILE, null]
     ]);
-    expect(container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('img')).toBeNull();
     expect(attempt(0).querySelector('.jp-mod-failed')?.textContent).toBe('exit 1');
     // When node 1's Logs of the second attempt is clicked, Then that node's log opens
     const logs = attempt(1).querySelector('[data-node="1"] .jp-Air-job-logs') as HTMLElement;
@@ -207,7 +190,7 @@ describe('Jobs on several nodes, and runs of jobs', () => {
     expect(onOpenLogs).toHaveBeenCalledWith('job-multi', 1, 1);
     // And the job just submitted is marked
     expect(
-      container.querySelector('.jp-Air-job.jp-mod-revealed')?.getAttribute('data-job-id')
+      dom.container.querySelector('.jp-Air-job.jp-mod-revealed')?.getAttribute('data-job-id')
     ).toBe('job-multi');
   });
 
@@ -216,7 +199,7 @@ describe('Jobs on several nodes, and runs of jobs', () => {
     const jobRun = { ...makeRun('of-job', T0), source: 'job', job_run_id: 'job-abc', attempt: 2 };
     const plain = makeRun('plain', T0 + 1);
     const onOpenLogs = vi.fn();
-    render(
+    dom.render(
       <RunList
         runs={[plain, jobRun]}
         childrenOf={() => []}
@@ -228,9 +211,11 @@ describe('Jobs on several nodes, and runs of jobs', () => {
       />
     );
     // Then only the job's run offers Logs, which opens that attempt's log
-    expect(container.querySelectorAll('.jp-Air-run-logs')).toHaveLength(1);
+    expect(dom.container.querySelectorAll('.jp-Air-run-logs')).toHaveLength(1);
     act(() =>
-      (container.querySelector('[data-run-id="of-job"] .jp-Air-run-logs') as HTMLElement).click()
+      (
+        dom.container.querySelector('[data-run-id="of-job"] .jp-Air-run-logs') as HTMLElement
+      ).click()
     );
     expect(onOpenLogs).toHaveBeenCalledWith('job-abc', 2, 0);
   });

@@ -8,16 +8,10 @@ import { formatElapsed } from '../format';
 /** Label rows of overlapping runs, so nested runs' names do not cover each other. */
 export const LABEL_ROWS = 3;
 const LABEL_ROW_PX = 14;
-/** Labels of short runs may reach past their band, so that a few letters of the name show. */
+/** A run starting this close to the right edge has its label moved left, so that a few letters show. */
 export const LABEL_MIN_PX = 64;
 /** A label narrower than this is left out (its run is still shaded); a few letters and the ellipsis. */
 export const LABEL_SHOWN_PX = 28;
-
-/** A run's band, in pixels from the plot's left edge. */
-export interface IBand {
-  left: number;
-  right: number;
-}
 
 /** Where a label goes: its row, left edge and width in pixels. */
 export interface ILabelPlace {
@@ -27,22 +21,20 @@ export interface ILabelPlace {
 }
 
 /**
- * Place the labels of `bands` (oldest first) in a plot `width` pixels wide: never past its edges, never
- * over another label. The newest runs are placed first; an older label is cut where a newer one in its
- * row starts, and left out (`null`) when less than `LABEL_SHOWN_PX` of it would show in any row.
+ * Place the labels of runs whose bands start at `starts` (pixels from the plot's left edge, oldest first) in a plot `width` pixels wide: never past its edges, never
+ * over another label. The newest runs are placed first, each in the row where it has most room; a label
+ * may reach past its band up to where a newer one in its row starts (or the edge), and is left out
+ * (`null`) when less than `LABEL_SHOWN_PX` of it would show in any row.
  */
-export function placeLabels(bands: IBand[], width: number): (ILabelPlace | null)[] {
+export function placeLabels(starts: number[], width: number): (ILabelPlace | null)[] {
   /** Per row, where the leftmost label placed so far starts. */
   const rowStarts: number[] = Array.from({ length: LABEL_ROWS }, () => width);
-  const places: (ILabelPlace | null)[] = bands.map(() => null);
-  for (let i = bands.length - 1; i >= 0; i--) {
-    const { left, right } = bands[i];
-    const wanted = Math.max(LABEL_MIN_PX, right - left);
-    // A run starting near the right edge has its label moved left, to show as much as a short run's.
-    const start = Math.max(0, Math.min(left, width - LABEL_MIN_PX));
+  const places: (ILabelPlace | null)[] = starts.map(() => null);
+  for (let i = starts.length - 1; i >= 0; i--) {
+    const start = Math.max(0, Math.min(starts[i], width - LABEL_MIN_PX));
     let best: ILabelPlace | null = null;
     for (let row = 0; row < LABEL_ROWS; row++) {
-      const room = Math.min(wanted, rowStarts[row] - start);
+      const room = rowStarts[row] - start;
       if (room >= LABEL_SHOWN_PX && (best === null || room > best.width)) {
         best = { row, left: start, width: room };
       }
@@ -93,7 +85,10 @@ export function drawRuns(
   if (!labelled) {
     return;
   }
-  placeLabels(shown, width).forEach((place, i) => {
+  placeLabels(
+    shown.map(band => band.left),
+    width
+  ).forEach((place, i) => {
     if (place === null) {
       return;
     }

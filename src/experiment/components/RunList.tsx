@@ -133,18 +133,7 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
           {run.error}
         </div>
       ) : null}
-      {children.length > 0 ? (
-        <RunList
-          runs={children}
-          childrenOf={childrenOf}
-          selected={selected}
-          onToggle={onToggle}
-          nowMs={nowMs}
-          defaultExperiment={defaultExperiment}
-          onOpenLogs={onOpenLogs}
-          trans={trans}
-        />
-      ) : null}
+      {children.length > 0 ? <RunList {...props} runs={children} /> : null}
     </li>
   );
 }

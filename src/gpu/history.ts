@@ -1,5 +1,14 @@
 /** Client-side GPU and host history: merging `since` answers and capping the window. */
-import { GPU_METRICS, IGpuHistory, IGpuPayload } from './tokens';
+// Types only: the charts' modules load without JupyterLab (the chart benchmark runs them in a bare page).
+import type { IGpuHistory, IGpuPayload, IGpuSeries } from './tokens';
+
+/** Every per-GPU metric of the history. */
+export const GPU_METRICS: (keyof IGpuSeries)[] = [
+  'utilization_percent',
+  'memory_used_bytes',
+  'temperature_celsius',
+  'power_watts'
+];
 
 /** An empty history for `gpuCount` GPUs. */
 export function emptyHistory(gpuCount: number): IGpuHistory {

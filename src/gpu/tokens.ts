@@ -156,11 +156,3 @@ export interface IGpuHistory {
 export interface IVersionPayload {
   version: string;
 }
-
-/** Every per-GPU metric of the history. */
-export const GPU_METRICS: (keyof IGpuSeries)[] = [
-  'utilization_percent',
-  'memory_used_bytes',
-  'temperature_celsius',
-  'power_watts'
-];

@@ -11,6 +11,52 @@ log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
 _JOIN_TIMEOUT_SECONDS = 10.0
+#: Least span a CPU utilization sample covers: a shorter one (the final sample just after a periodic one) is left out.
+_MIN_CPU_SPAN_SECONDS = 0.5
+
+
+class CpuMetrics:
+    """The machine's CPU utilization over the span since the last sample, and its memory, named like MLflow's.
+
+    MLflow's CPU monitor asks ``psutil.cpu_percent()``, whose baseline is per thread: a sample taken by another
+    thread than the last (the sampling thread's first, ``stop()``'s last) covers no time and reads 0. Here the
+    baseline is this object's, so every sample covers the time since the one before, whichever thread takes it.
+    """
+
+    def __init__(self):
+        import psutil
+
+        self._psutil = psutil
+        self._last = (time.monotonic(), psutil.cpu_times())
+        self._samples: dict[str, list[float]] = defaultdict(list)
+
+    def collect_metrics(self) -> None:
+        now = (time.monotonic(), self._psutil.cpu_times())
+        if now[0] - self._last[0] >= _MIN_CPU_SPAN_SECONDS:
+            busy = busy_percent(self._last[1], now[1])
+            if busy is not None:
+                self._samples["cpu_utilization_percentage"].append(busy)
+            self._last = now
+        memory = self._psutil.virtual_memory()
+        self._samples["system_memory_usage_megabytes"].append(memory.used / 1e6)
+        self._samples["system_memory_usage_percentage"].append(memory.used / memory.total * 100)
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+
+
+def busy_percent(before, after) -> float | None:
+    """Percent of CPU time spent busy between two ``psutil.cpu_times()`` (idle and I/O wait are not busy; guest
+    time is already in user time); None when no time was counted in between."""
+    delta = {name: max(getattr(after, name) - getattr(before, name), 0.0) for name in after._fields}
+    total = sum(delta.values()) - delta.get("guest", 0.0) - delta.get("guest_nice", 0.0)
+    if total <= 0:
+        return None
+    idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+    return round(100.0 * (total - idle) / total, 1)
 
 
 class GpuMetrics:
@@ -46,11 +92,20 @@ class GpuMetrics:
         self._samples.clear()
 
 
-def _open_gpu_source():
-    """The configured GPU source (the same as the GPU panel's), or None when this node has no usable GPU."""
+def gpu_choice() -> dict:
+    """This process's GPU source and simulated GPU count (the Jupyter server exports its own to its kernels and
+    terminals), for the nodes of a multi-node call or attempt to sample the same kind of GPUs."""
+    from jupyter_air.gpu.sources import simulated_gpus, source_kind
+
+    return {"kind": source_kind(), "count": simulated_gpus()}
+
+
+def _open_gpu_source(choice: dict | None):
+    """The GPU source ``choice`` names, else the configured one (the same as the GPU panel's); None when this node
+    has no usable GPU."""
     from jupyter_air.gpu.sources import open_source
 
-    source = open_source()
+    source = open_source(**choice) if choice else open_source()
     if source.available:
         return source
     log.info("No GPU metrics for this run: %s", source.reason)
@@ -66,7 +121,8 @@ class SystemMetrics:
     so a call shorter than one interval still records one. Metric names are MLflow's
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
-    the run's store when it is not this process's (a node of a multi-node call).
+    the run's store when it is not this process's (a node of a multi-node call); ``gpu_choice``: the GPU source
+    to open (:func:`gpu_choice` of the driver) instead of this process's.
     """
 
     def __init__(
@@ -76,6 +132,7 @@ class SystemMetrics:
         node_id: str | None = None,
         gpu_source=None,
         tracking_uri: str | None = None,
+        gpu_choice: dict | None = None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
@@ -85,6 +142,7 @@ class SystemMetrics:
         self.prefix = f"system/{node_id}/" if node_id else "system/"
         self.tracking_uri = tracking_uri
         self._gpu_source = gpu_source
+        self._gpu_choice = gpu_choice
         self._owns_source = gpu_source is None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -104,23 +162,22 @@ class SystemMetrics:
         """Begin sampling in a daemon thread; the first sample is logged after one interval."""
         if self._thread is not None:
             return
-        from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
         from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
         from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
 
         from jupyter_air.tracking.store import client
 
         self._client = client(self.tracking_uri)
-        self._monitors = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
+        self._monitors = [CpuMetrics(), DiskMonitor(), NetworkMonitor()]
         if self._owns_source:
-            self._gpu_source = _open_gpu_source()
+            self._gpu_source = _open_gpu_source(self._gpu_choice)
         if self._gpu_source is not None:
             self._monitors.append(GpuMetrics(self._gpu_source))
             # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
             # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
             tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
             self._client.set_tag(self.run_id, tag, self._gpu_source.name)
-        self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
+        self._collect()  # primes the counters (network, disk) so the first logged values cover the interval
         for monitor in self._monitors:
             monitor.clear_metrics()
         self._thread = threading.Thread(target=self._loop, name=f"air-system-metrics-{self.run_id}", daemon=True)

@@ -53,7 +53,9 @@ class PanelHandler(BaseHandler):
 
     async def call(self, function, *args):
         """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
-        workload that cannot be submitted: 400 with every problem in ``errors``)."""
+        workload that cannot be submitted: 400 with every problem in ``errors``), a database it cannot use
+        (damaged, a full disk) 503 naming the file and what to do."""
+        from .home import AirHomeError, UnusableDatabase
         from .tracking.runs_query import QueryError
         from .workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
         from .workloads.logs import BadOffset
@@ -68,6 +70,8 @@ class PanelHandler(BaseHandler):
             raise Refused(err.args[0], err.problems) from None
         except NotActive as err:
             raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
+        except (UnusableDatabase, AirHomeError) as err:
+            raise tornado.web.HTTPError(503, "%s", str(err)) from None
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]

@@ -152,4 +152,3 @@ class NodeRun:
             return
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise NodeLost(node, self.describe(node), f"its actor is gone ({type(exc).__name__}: {first[:300]})")
-

@@ -30,6 +30,18 @@ def _folder(home: pathlib.Path | None) -> pathlib.Path:
     return private_dir((home or air_home()) / _FOLDER)
 
 
+class PartOfJob(Exception):
+    """The run is (part of) an attempt of an ``air`` job: stopping it alone would make the job retry."""
+
+    def __init__(self, run_id: str, job_run_id: str, attempt: str):
+        super().__init__(
+            f"Run {run_id} runs in attempt {attempt} of the air job {job_run_id}: stopping the run alone would only "
+            f"make the job retry. Cancel the job instead: `air cancel {job_run_id}`, or Cancel in the Experiment "
+            "panel's Workloads list."
+        )
+        self.job_run_id = job_run_id
+
+
 def _checked(run_id: str) -> str:
     if not RUN_ID.fullmatch(run_id or ""):
         raise ValueError(f"{run_id!r} is not an MLflow run id (letters, digits, '_' and '-', at most 64)")
@@ -49,7 +61,8 @@ class LiveRun:
         self._flag.unlink(missing_ok=True)  # a request for an earlier life of this run (MLFLOW_RUN_ID resumed)
         staging = folder / f"{run_id}.pid.tmp"
         owner = {"pid": os.getpid(), "started": start_time(os.getpid()), "tracking_uri": tracking_uri or current_uri()}
-        staging.write_text(json.dumps(owner))
+        job = {name: os.environ[name] for name in ("AIR_JOB_RUN_ID", "AIR_ATTEMPT") if os.environ.get(name)}
+        staging.write_text(json.dumps({**owner, **job}))  # a job's attempt names its job: Stop must cancel that
         staging.chmod(0o600)
         os.replace(staging, self._owner)
 
@@ -65,7 +78,9 @@ class LiveRun:
 
 def request_stop(run_id: str, home: pathlib.Path | None = None) -> bool:
     """Ask the process running ``run_id`` to stop it; False when no live process of this user runs it (a
-    registration left by a process that died stays for :func:`reap_dead_runs`, which ends its run)."""
+    registration left by a process that died stays for :func:`reap_dead_runs`, which ends its run). A run inside
+    an attempt of an ``air`` job raises :class:`PartOfJob`: the job is what is to be stopped.
+    """
     folder = _folder(home)
     owner = folder / f"{_checked(run_id)}.pid"
     record = _owner(owner)
@@ -73,6 +88,8 @@ def request_stop(run_id: str, home: pathlib.Path | None = None) -> bool:
         return False
     if not is_alive(record["pid"], record["started"]):
         return False  # the next reap_dead_runs ends the run
+    if record.get("AIR_JOB_RUN_ID"):
+        raise PartOfJob(run_id, record["AIR_JOB_RUN_ID"], record.get("AIR_ATTEMPT", ""))
     flag = private_file(folder / f"{run_id}.stop")
     if not owner.exists():  # the run ended meanwhile: leave no flag behind
         flag.unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import defaultdict
@@ -15,39 +16,6 @@ _JOIN_TIMEOUT_SECONDS = 10.0
 _MIN_CPU_SPAN_SECONDS = 0.5
 
 
-class CpuMetrics:
-    """The machine's CPU utilization over the span since the last sample, and its memory, named like MLflow's.
-
-    MLflow's CPU monitor asks ``psutil.cpu_percent()``, whose baseline is per thread: a sample taken by another
-    thread than the last (the sampling thread's first, ``stop()``'s last) covers no time and reads 0. Here the
-    baseline is this object's, so every sample covers the time since the one before, whichever thread takes it.
-    """
-
-    def __init__(self):
-        import psutil
-
-        self._psutil = psutil
-        self._last = (time.monotonic(), psutil.cpu_times())
-        self._samples: dict[str, list[float]] = defaultdict(list)
-
-    def collect_metrics(self) -> None:
-        now = (time.monotonic(), self._psutil.cpu_times())
-        if now[0] - self._last[0] >= _MIN_CPU_SPAN_SECONDS:
-            busy = busy_percent(self._last[1], now[1])
-            if busy is not None:
-                self._samples["cpu_utilization_percentage"].append(busy)
-            self._last = now
-        memory = self._psutil.virtual_memory()
-        self._samples["system_memory_usage_megabytes"].append(memory.used / 1e6)
-        self._samples["system_memory_usage_percentage"].append(memory.used / memory.total * 100)
-
-    def aggregate_metrics(self) -> dict[str, float]:
-        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
-
-    def clear_metrics(self) -> None:
-        self._samples.clear()
-
-
 def busy_percent(before, after) -> float | None:
     """Percent of CPU time spent busy between two ``psutil.cpu_times()`` (idle and I/O wait are not busy; guest
     time is already in user time); None when no time was counted in between."""
@@ -57,6 +25,57 @@ def busy_percent(before, after) -> float | None:
         return None
     idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
     return round(100.0 * (total - idle) / total, 1)
+
+
+class HostMetrics:
+    """CPU, memory, disk and network samples, computed and named as MLflow's CPU, disk and network monitors do
+    (without importing MLflow).
+
+    CPU utilization covers the span since the last sample: MLflow's monitor asks ``psutil.cpu_percent()``, whose
+    baseline is per thread, so a sample taken by another thread than the last (the sampling thread's first,
+    ``stop()``'s last) covers no time and reads 0. Here the baseline is this object's, whichever thread samples.
+    """
+
+    def __init__(self):
+        import psutil
+
+        self._psutil = psutil
+        self._samples: dict[str, list[float]] = defaultdict(list)
+        network = psutil.net_io_counters()
+        self._network_start = (network.bytes_recv / 1e6, network.bytes_sent / 1e6)
+        self._network: dict[str, float] = {}
+        self._cpu = (time.monotonic(), psutil.cpu_times())
+
+    def collect_metrics(self) -> None:
+        psutil = self._psutil
+        now = (time.monotonic(), psutil.cpu_times())
+        if now[0] - self._cpu[0] >= _MIN_CPU_SPAN_SECONDS:
+            busy = busy_percent(self._cpu[1], now[1])
+            if busy is not None:
+                self._samples["cpu_utilization_percentage"].append(busy)
+            self._cpu = now
+        memory = psutil.virtual_memory()
+        disk = psutil.disk_usage(os.sep)
+        for name, value in (
+            ("system_memory_usage_megabytes", memory.used / 1e6),
+            ("system_memory_usage_percentage", memory.used / memory.total * 100),
+            ("disk_usage_percentage", disk.percent),
+            ("disk_usage_megabytes", disk.used / 1e6),
+            ("disk_available_megabytes", disk.free / 1e6),
+        ):
+            self._samples[name].append(value)
+        network = psutil.net_io_counters()
+        self._network = {  # totals since sampling began: not averaged
+            "network_receive_megabytes": network.bytes_recv / 1e6 - self._network_start[0],
+            "network_transmit_megabytes": network.bytes_sent / 1e6 - self._network_start[1],
+        }
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v} | self._network
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+        self._network = {}
 
 
 class GpuMetrics:
@@ -121,8 +140,9 @@ class SystemMetrics:
     so a call shorter than one interval still records one. Metric names are MLflow's
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
-    the run's store when it is not this process's (a node of a multi-node call); ``gpu_choice``: the GPU source
-    to open (:func:`gpu_choice` of the driver) instead of this process's.
+    the run's store when it is not this process's (a node of a multi-node call); ``tracking``: how to reach it,
+    when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`); ``gpu_choice``: the GPU
+    source to open (:func:`gpu_choice` of the driver) instead of this process's.
     """
 
     def __init__(
@@ -132,6 +152,7 @@ class SystemMetrics:
         node_id: str | None = None,
         gpu_source=None,
         tracking_uri: str | None = None,
+        tracking=None,
         gpu_choice: dict | None = None,
     ):
         if interval_seconds <= 0:
@@ -149,7 +170,7 @@ class SystemMetrics:
         self._lock = threading.Lock()
         self._step = 0
         self._monitors: list = []
-        self._client = None
+        self._client = tracking
 
     def __enter__(self) -> SystemMetrics:
         self.start()
@@ -162,13 +183,10 @@ class SystemMetrics:
         """Begin sampling in a daemon thread; the first sample is logged after one interval."""
         if self._thread is not None:
             return
-        from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
-        from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
+        from jupyter_air.tracking.store import tracker
 
-        from jupyter_air.tracking.store import client
-
-        self._client = client(self.tracking_uri)
-        self._monitors = [CpuMetrics(), DiskMonitor(), NetworkMonitor()]
+        self._client = self._client or tracker(self.tracking_uri)
+        self._monitors = [HostMetrics()]
         if self._owns_source:
             self._gpu_source = _open_gpu_source(self._gpu_choice)
         if self._gpu_source is not None:
@@ -177,7 +195,7 @@ class SystemMetrics:
             # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
             tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
             self._client.set_tag(self.run_id, tag, self._gpu_source.name)
-        self._collect()  # primes the counters (network, disk) so the first logged values cover the interval
+        self._collect()  # the first logged values then cover the interval, not the time since the monitors were made
         for monitor in self._monitors:
             monitor.clear_metrics()
         self._thread = threading.Thread(target=self._loop, name=f"air-system-metrics-{self.run_id}", daemon=True)
@@ -206,7 +224,7 @@ class SystemMetrics:
                 log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
 
     def _sample_and_log(self) -> None:
-        from mlflow.entities import Metric
+        from jupyter_air.tracking.entities import Metric
 
         with self._lock:
             self._collect()

@@ -12,7 +12,7 @@ from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.training import runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
-from jupyter_air.training.launch import Call, call_context, pack, world_size_for
+from jupyter_air.training.launch import Call, NodePlace, call_context, pack, world_size_for
 from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
@@ -70,6 +70,7 @@ def _prepare(
     function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str], starting: StartingCard
 ) -> Call | ClusterCall:
     """The call on this node, or on a Ray cluster for ``nodes > 1`` or an explicit ``ray_address``."""
+    payload = pack(function, args, kwargs)  # before anything else: a call that cannot travel fails at once
     if options.nodes > 1 or options.ray_address:
         address = configured_address(options.ray_address)
         if address is None:
@@ -78,12 +79,12 @@ def _prepare(
                 f"the cluster) or ray_address='ray://head-host:10001', or set {RAY_ADDRESS_ENV} (the Jupyter "
                 "server sets it from c.JupyterAir.ray_address)"
             )
-        return ClusterCall(pack(function, args, kwargs), call_context(), options, address)
+        return ClusterCall(payload, call_context(), options, address)
     if not Launcher.get().ready.done():
         starting.waiting("waiting for its fork server to import PyTorch (once per kernel)")
     world_size, gpu_count = world_size_for(options.gpus)
     tags.update({"air.gpus": str(gpu_count), "air.world_size": str(world_size)})
-    return Call.here(function, args, kwargs, world_size)
+    return Call(payload, call_context(), NodePlace(world_size))
 
 
 def _run_tracked(

@@ -180,11 +180,6 @@ class Call:
     #: Tags the call gives its run once started (a call on several nodes adds its shape; one node, none).
     tags: dict[str, str] = {}
 
-    @classmethod
-    def here(cls, function, args: tuple, kwargs: dict, world_size: int) -> Call:
-        """Every rank on this node; fails before anything starts if the call cannot travel."""
-        return cls(pack(function, args, kwargs), call_context(), NodePlace(world_size))
-
     @property
     def world_size(self) -> int:
         return self.place.world_size

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.util
 import os
 import signal
+import sys
 import threading
 
 from jupyter_air.run_card.card import RunCard, card_mode, header_for
@@ -132,24 +135,58 @@ def _interrupted_on_stop(run: TrackedRun):
 def active_in_kernel(run_id: str):
     """Make the run the kernel's active MLflow run for the block, so ``mlflow.log_*`` in a cell goes to it.
 
-    MLflow reads (and removes) ``MLFLOW_RUN_ID`` and reads ``MLFLOW_TRACKING_URI`` from the environment:
-    both are set for the block and put back as they were after it.
+    A kernel that has not imported MLflow does not import it for this: the run becomes active when the cell
+    imports MLflow. MLflow reads ``MLFLOW_TRACKING_URI`` from the environment: it is set for the block and put
+    back as it was after it.
     """
-    import mlflow
-
     from jupyter_air.tracking.store import tracking_uri
 
     saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
     os.environ["MLFLOW_TRACKING_URI"] = tracking_uri()
+    hook = None
     try:
-        mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
+        if "mlflow" in sys.modules:
+            mlflow = sys.modules["mlflow"]
+            mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
+        else:
+            hook = _StartOnImport(run_id)
+            sys.meta_path.insert(0, hook)
         try:
             yield
         finally:
-            mlflow.end_run()
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+            mlflow = sys.modules.get("mlflow")
+            active = mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
+            if active is not None and active.info.run_id == run_id:
+                mlflow.end_run()
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+class _StartOnImport(importlib.abc.MetaPathFinder):
+    """Starts ``run_id`` as MLflow's active run as soon as MLflow is imported (once)."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.done = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "mlflow" or self.done:
+            return None
+        self.done = True  # also keeps the look-up below from coming back here
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        execute, run_id = spec.loader.exec_module, self.run_id
+
+        def exec_module(module):
+            execute(module)
+            module.start_run(run_id=run_id)
+
+        spec.loader.exec_module = exec_module  # this spec's own loader
+        return spec

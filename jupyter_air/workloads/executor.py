@@ -21,7 +21,7 @@ from jupyter_air import procs
 from jupyter_air.home import open_private
 
 from . import ray_jobs
-from .runners import AttemptContext, AttemptRunner, runner_for
+from .runners import AttemptContext, AttemptRunner, runner_check, runner_for
 from .store import Job, JobStore, now_ms
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
@@ -62,6 +62,11 @@ class Executor(ABC):
     def observe(self, store: JobStore, job: Job) -> None:
         """Record what the runner of an ended job says of it now (nothing to ask, but for a Ray Job)."""
         return None
+
+    def command_problem(self, spec: dict) -> str | None:
+        """Why the workload cannot start where this executor runs it (``field: why``, e.g. a command whose program
+        is not here), checked before anything is created; None when it can, or when only its nodes can tell."""
+        return runner_check(spec, self.place)
 
 
 class LocalExecutor(Executor):

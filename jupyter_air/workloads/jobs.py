@@ -13,7 +13,7 @@ remote notebook calls and whatever schedules jobs next. Callers only format what
 from __future__ import annotations
 
 import getpass
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,41 +93,59 @@ class Jobs:
 
         label = str(label or path)
         try:
-            resolved = load_workload(path, overrides, label=label)
+            loaded = load_workload(path, overrides, label=label)
         except WorkloadError as err:
             raise SubmitError(str(err), err.problems) from None
-        return self.resolve(resolved.as_dict(), source=str(resolved.source), ray_address=ray_address, label=label)
+        workload, source = loaded.as_dict(), str(loaded.source)
+        return self.resolve(workload, source=source, ray_address=ray_address, label=label, locate=loaded.locate)
 
-    def resolve(self, workload: dict, *, source: str, ray_address: str | None = None, label=None) -> Resolved:
-        """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs checked)
-        or a Ray cluster (its shape resolved into ``compute``); raises SubmitError."""
+    def resolve(
+        self,
+        workload: dict,
+        *,
+        source: str,
+        ray_address: str | None = None,
+        label: str | None = None,
+        locate: Callable[[str, str], str] | None = None,
+    ) -> Resolved:
+        """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs and its
+        command's program checked) or a Ray cluster (its shape resolved into ``compute``); raises SubmitError.
+        ``locate(problem, label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
         from jupyter_air.cluster.address import is_client
         from jupyter_air.cluster.errors import ClusterError
 
+        from .executor import executor_for
         from .scale import ScaleError, plan
         from .spec import Compute
 
         label = label or source
+        where = (lambda problem: locate(problem, label)) if locate else (lambda problem: f"{label}: {problem}")
         spec = {**workload, "compute": dict(workload["compute"])}
         compute = Compute.model_validate({k: v for k, v in spec["compute"].items() if k in Compute.model_fields})
         try:
             scale = plan(compute, ray_address, _local_gpu_count)
         except ScaleError as err:
-            raise SubmitError(f"invalid workload {label}:\n  {err}", [f"{label}: {err}"]) from None
+            raise _invalid(label, [where(str(err))]) from None
         except ClusterError as err:
             raise SubmitError(str(err), [str(err)], code=1) from None
-        if scale.executor == "local":
-            return Resolved(spec, source, "local", _check_local_gpus(compute, label))
-        spec["compute"].update(num_nodes=scale.num_nodes, gpus_per_node=scale.gpus_per_node, ray_address=scale.address)
-        if is_client(scale.address):
-            return Resolved(spec, source, "ray", [])
-        from . import ray_jobs
+        notes, executor = [], scale.executor
+        if executor == "local":
+            notes = _check_local_gpus(compute, label, where)
+        else:
+            shape = {"num_nodes": scale.num_nodes, "gpus_per_node": scale.gpus_per_node, "ray_address": scale.address}
+            spec["compute"].update(shape)
+            executor = "ray" if is_client(scale.address) else "ray-job"
+        problem = executor_for(executor).command_problem(spec)
+        if problem:
+            raise _invalid(label, [where(problem)])
+        if executor == "ray-job":
+            from . import ray_jobs
 
-        try:
-            ray_jobs.dashboard_url(scale.address)
-        except ClusterError as err:
-            raise SubmitError(str(err), [str(err)], code=1) from None
-        return Resolved(spec, source, "ray-job", [])
+            try:
+                ray_jobs.dashboard_url(scale.address)
+            except ClusterError as err:
+                raise SubmitError(str(err), [str(err)], code=1) from None
+        return Resolved(spec, source, executor, notes)
 
     def submit_file(self, path: str | Path, *, overrides=(), ray_address=None, label=None, user=None) -> Job:
         """Validate, record and start the workload file at ``path``; returns the job (PENDING)."""
@@ -256,7 +274,7 @@ def _local_gpu_count() -> int:
     return len(node_gpus().gpus)
 
 
-def _check_local_gpus(compute, label: str) -> list[str]:
+def _check_local_gpus(compute, label: str, where: Callable[[str], str]) -> list[str]:
     """Refuse GPUs this machine does not have (SubmitError); notes to show (simulated GPUs are no hardware)."""
     if not (compute.num_accelerators or compute.accelerator_type):
         return []
@@ -265,10 +283,12 @@ def _check_local_gpus(compute, label: str) -> list[str]:
     node = node_gpus()
     problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
     if problem:
-        raise SubmitError(f"invalid workload {label}:\n  {problem}", [f"{label}: {problem}"])
+        raise _invalid(label, [where(problem)])
     if node.source == "simulated":
-        return [
-            "GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"
-        ]
+        return ["GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"]
     return []
 
+
+def _invalid(label: str, problems: list[str]) -> SubmitError:
+    """The SubmitError of a workload found invalid after loading, worded as the loader words its own."""
+    return SubmitError(f"invalid workload {label}:\n" + "\n".join(f"  {p}" for p in problems), problems)

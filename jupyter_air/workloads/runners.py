@@ -4,7 +4,8 @@ The supervisor knows neither what an attempt runs nor where: it asks the executo
 :class:`AttemptRunner`, looked up in :data:`RUNNERS` by the workload's ``kind`` and the executor's place) to
 place it, start it once its MLflow run exists, wait for it, stop it and finish it. A workload's ``kind`` is
 ``command`` (a shell command: :class:`LocalNodes` here, :class:`~jupyter_air.workloads.ray_nodes.RayNodes` on
-Ray nodes); another kind plugs in with a runner class per place.
+Ray nodes); another kind plugs in with a runner class per place (and, if it can tell, a ``check(spec)`` of why it
+cannot run there, asked before the job is created).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Protocol
 from jupyter_air import procs
 
 from .logs import node_dir
-from .node import NodeProcess
+from .node import NodeProcess, missing_program
 from .store import JobStore
 
 #: Seconds between checks for free GPUs while a job waits for its reservation.
@@ -78,6 +79,13 @@ class LocalNodes:
     """A command on this machine: one NodeProcess on the GPUs the job reserved here, started once its run exists."""
 
     nodes = None
+
+    @staticmethod
+    def check(spec: dict) -> str | None:
+        """``command: why`` when /bin/sh would not find the command's program here (it would exit 127)."""
+        env = {**os.environ, **{k: str(v) for k, v in spec["env_variables"].items()}}
+        problem = missing_program(spec["command"], spec["code_source"]["root_path"], env)
+        return None if problem is None else f"command: {problem}"
 
     def __init__(self, context: AttemptContext):
         self.context = context
@@ -166,3 +174,11 @@ def runner_for(context: AttemptContext, place: str) -> AttemptRunner:
     """The runner of the attempt's kind of work at ``place``."""
     kind = context.spec.get("kind", DEFAULT_KIND)
     return RUNNERS[kind][place](context)
+
+
+def runner_check(spec: dict, place: str) -> str | None:
+    """Why a workload cannot run at ``place`` (``field: why``), from its runner's ``check(spec)`` if it has one
+    (a command on this machine: its program; Ray nodes have their own programs)."""
+    runner = RUNNERS[spec.get("kind", DEFAULT_KIND)][place]
+    check = getattr(runner, "check", None)
+    return check(spec) if check else None

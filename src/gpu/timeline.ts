@@ -2,9 +2,9 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import type { GpuModel, Requester } from '../model';
-import { requestAPI } from '../request';
-import { IRun, IRunWindowPayload } from './tokens';
+import type { IRun, IRunWindowPayload } from '../experiment/tokens';
+import { requestAPI, Requester } from '../request';
+import type { IGpuModel } from './tokens';
 
 /**
  * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only
@@ -93,7 +93,7 @@ export class RunTimeline implements IDisposable {
   private _heldToMs: number | null = null;
   private _changed = new Signal<this, void>(this);
   private _disposed = false;
-  private _gpu: GpuModel;
+  private _gpu: IGpuModel;
   private _inflight = false;
   private _request: Requester;
   private _revision = 0;
@@ -102,7 +102,7 @@ export class RunTimeline implements IDisposable {
 
 export namespace RunTimeline {
   export interface IOptions {
-    gpu: GpuModel;
+    gpu: IGpuModel;
     /** Replaces `requestAPI` (tests). */
     request?: Requester;
   }

@@ -1,14 +1,14 @@
 /** What the status bar says about the node's GPUs, read from the GPU model. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import { formatValue } from './format';
+import { formatValue } from '../format';
 import { latestValue } from './history';
-import type { GpuModel } from './model';
+import type { IGpuModel } from './tokens';
 
 const GIB = 1024 ** 3;
 
 /** The GPU to show: the busiest one now (highest utilization, then most memory used). */
-export function busiestGpu(model: GpuModel): number | null {
+export function busiestGpu(model: IGpuModel): number | null {
   const history = model.history;
   let best: number | null = null;
   let bestKey: [number, number] = [-1, -1];
@@ -26,7 +26,7 @@ export function busiestGpu(model: GpuModel): number | null {
 }
 
 /** `GPU 37% · 12/80 GiB · 54 °C` for one GPU (`–` where it cannot report). */
-export function readout(model: GpuModel, gpu: number, trans: TranslationBundle): string {
+export function readout(model: IGpuModel, gpu: number, trans: TranslationBundle): string {
   const history = model.history;
   const used = latestValue(history.gpus.memory_used_bytes[gpu]);
   const total = model.devices[gpu]?.memory_total_bytes ?? null;

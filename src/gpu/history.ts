@@ -1,13 +1,14 @@
 /** Client-side GPU and host history: merging `since` answers and capping the window. */
-import { GPU_METRICS, IGpuPayload, IGpuSeries } from './tokens';
+// Types only: the charts' modules load without JupyterLab (the chart benchmark runs them in a bare page).
+import type { IGpuHistory, IGpuPayload, IGpuSeries } from './tokens';
 
-/** Columnar samples: `gpus[metric][gpu][k]` and `host*[k]` are taken at `timestampsMs[k]`. */
-export interface IGpuHistory {
-  timestampsMs: number[];
-  gpus: IGpuSeries;
-  hostCpuPercent: (number | null)[];
-  hostMemoryUsedBytes: (number | null)[];
-}
+/** Every per-GPU metric of the history. */
+export const GPU_METRICS: (keyof IGpuSeries)[] = [
+  'utilization_percent',
+  'memory_used_bytes',
+  'temperature_celsius',
+  'power_watts'
+];
 
 /** An empty history for `gpuCount` GPUs. */
 export function emptyHistory(gpuCount: number): IGpuHistory {

@@ -3,9 +3,9 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { seriesColorIndex } from '../charts';
-import { formatBytes, formatValue } from '../format';
-import { IGpuHistory, latestValue } from '../history';
-import { IGpuDevice } from '../tokens';
+import { formatBytes, formatValue } from '../../format';
+import { latestValue } from '../history';
+import type { IGpuDevice, IGpuHistory } from '../tokens';
 
 export interface IDeviceListProps {
   devices: IGpuDevice[];

@@ -2,7 +2,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatBytes, formatClock, formatValue } from '../format';
+import { formatBytes, formatClock, formatValue } from '../../format';
 import type { INodeSummary } from '../tokens';
 import { nodeLabel, nodeStateLabel } from './NodeSelector';
 

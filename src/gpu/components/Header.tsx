@@ -2,8 +2,8 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatClock } from '../format';
-import type { GpuState } from '../model';
+import { formatClock } from '../../format';
+import type { GpuState } from '../tokens';
 
 /** The word shown for each state. */
 function stateLabel(state: GpuState, trans: TranslationBundle): string {

@@ -3,8 +3,8 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { GpuCharts, readTheme } from '../charts';
-import type { IRun } from '../experiment/tokens';
-import { IGpuHistory } from '../history';
+import type { IRun } from '../../experiment/tokens';
+import type { IGpuHistory } from '../tokens';
 
 export interface IChartsViewProps {
   gpuCount: number;

@@ -2,10 +2,10 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBanner, PausedBanner, VersionBanner } from '../../components/Banners';
+import type { IRun } from '../../experiment/tokens';
 import { latestValue } from '../history';
-import type { IRun } from '../experiment/tokens';
 import type { GpuModel } from '../model';
-import { ErrorBanner, PausedBanner, VersionBanner } from './Banners';
 import { ChartsView } from './ChartsView';
 import { ClusterOverview } from './ClusterOverview';
 import { DeviceList } from './DeviceList';
@@ -65,6 +65,7 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
       {error ? (
         <ErrorBanner
           error={error}
+          heading={trans.__('Reading GPU data failed')}
           retryInMs={pausedAfterSeconds === null ? model.retryInMs : null}
           trans={trans}
         />

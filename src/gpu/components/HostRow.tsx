@@ -2,7 +2,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatBytes, formatValue } from '../format';
+import { formatBytes, formatValue } from '../../format';
 
 export interface IHostRowProps {
   cpuPercent: number | null;

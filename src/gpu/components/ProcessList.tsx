@@ -2,7 +2,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatBytes } from '../format';
+import { formatBytes } from '../../format';
 import { IGpuDevice, IGpuProcess } from '../tokens';
 
 export interface IProcessListProps {

@@ -1,10 +1,10 @@
-/** Shared identifiers, settings and the REST payload types of the GPU resources panel. */
+/** Identifiers, the model's interface and token, settings and REST payload types of the GPU panel. */
 import { Token } from '@lumino/coreutils';
-
-import type { GpuModel } from './model';
+import type { ISignal } from '@lumino/signaling';
 
 /** Plugin, command and widget identifiers. */
 export const PLUGIN_ID = 'jupyter-air:plugin';
+export const STATUS_BAR_PLUGIN_ID = 'jupyter-air:status-bar';
 export const PANEL_ID = 'jupyter-air-gpu-panel';
 
 export namespace CommandIDs {
@@ -12,8 +12,29 @@ export namespace CommandIDs {
   export const refreshGpuPanel = 'jupyter-air:refresh-gpu-panel';
 }
 
+/** What the header shows. */
+export type GpuState = 'loading' | 'live' | 'paused' | 'no-gpu' | 'unavailable' | 'error';
+
+/** The GPU model of the page: what its views (the panel, the status bar readout, the charts' runs) read. */
+export interface IGpuModel {
+  /** Emitted whenever the data or the state changes. */
+  readonly changed: ISignal<IGpuModel, void>;
+  readonly state: GpuState;
+  /** True once polling stopped for inactivity. */
+  readonly paused: boolean;
+  /** The latest answer of the server (its history columns are merged into `history`). */
+  readonly payload: IGpuPayload | null;
+  readonly devices: IGpuDevice[];
+  readonly history: IGpuHistory;
+  /** Epoch milliseconds of the newest sample held, or `null`. */
+  readonly newestSampleMs: number | null;
+  /** Tell the model whether the view `viewer` is visible; polling goes on while any is. */
+  setVisible(visible: boolean, viewer?: string): void;
+  isVisibleTo(viewer?: string): boolean;
+}
+
 /** The GPU model of the page, provided by the GPU panel's plugin to the status bar readout. */
-export const IGpuModel = new Token<GpuModel>(
+export const IGpuModel = new Token<IGpuModel>(
   'jupyter-air:IGpuModel',
   'The GPU model that polls the server for the GPU panel; views read it, never fetch.'
 );
@@ -123,15 +144,15 @@ export interface IGpuPayload {
   cluster?: { address: string; error: string | null };
 }
 
+/** Columnar samples: `gpus[metric][gpu][k]` and `host*[k]` are taken at `timestampsMs[k]`. */
+export interface IGpuHistory {
+  timestampsMs: number[];
+  gpus: IGpuSeries;
+  hostCpuPercent: (number | null)[];
+  hostMemoryUsedBytes: (number | null)[];
+}
+
 /** Answer of `GET jupyter-air/version`. */
 export interface IVersionPayload {
   version: string;
 }
-
-/** Every per-GPU metric of the history. */
-export const GPU_METRICS: (keyof IGpuSeries)[] = [
-  'utilization_percent',
-  'memory_used_bytes',
-  'temperature_celsius',
-  'power_watts'
-];

@@ -1,28 +1,26 @@
 /** The Lumino sidebar widget wrapping the GPU view; reports its visibility to the model. */
 import type { TranslationBundle } from '@jupyterlab/translation';
-import { ReactWidget, refreshIcon } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
+import { refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { ModelView } from '../modelView';
 import { GpuPanel } from './components/GpuPanel';
-import type { RunTimeline } from './experiment/timeline';
-import { GpuModel } from './model';
+import type { GpuModel } from './model';
+import type { RunTimeline } from './timeline';
 import { PANEL_ID } from './tokens';
 
-export class GpuPanelWidget extends ReactWidget {
+export class GpuPanelWidget extends ModelView<GpuModel> {
   constructor(options: GpuPanelWidget.IOptions) {
-    super();
-    this.model = options.model;
+    super(options.model);
     this._onOpenPath = options.onOpenPath;
     this._trans = options.trans;
     this._timeline = options.timeline ?? null;
     this.id = PANEL_ID;
     this.addClass('jp-Air-panel');
-    this.model.changed.connect(this._onModelChanged, this);
-    this._timeline?.changed.connect(this._onModelChanged, this);
+    if (this._timeline) {
+      this.follow(this._timeline.changed);
+    }
   }
-
-  readonly model: GpuModel;
 
   /** Re-read the theme's colours (call after a theme change). */
   refreshTheme(): void {
@@ -30,20 +28,11 @@ export class GpuPanelWidget extends ReactWidget {
     this.update();
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this.model.changed.disconnect(this._onModelChanged, this);
-    this._timeline?.changed.disconnect(this._onModelChanged, this);
-    super.dispose();
-  }
-
   protected render(): JSX.Element {
     return (
       <GpuPanel
         model={this.model}
-        revision={this._revision}
+        revision={this.revision}
         themeKey={this._themeKey}
         onOpenPath={this._onOpenPath}
         trans={this._trans}
@@ -54,23 +43,7 @@ export class GpuPanelWidget extends ReactWidget {
     );
   }
 
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this.model.setVisible(true);
-  }
-
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
-    this.model.setVisible(false);
-  }
-
-  private _onModelChanged(): void {
-    this._revision += 1;
-    this.update();
-  }
-
   private _onOpenPath: (path: string) => void;
-  private _revision = 0;
   private _themeKey = 0;
   private _timeline: RunTimeline | null;
   private _trans: TranslationBundle;

@@ -4,11 +4,11 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
-import { busiestGpu, readout } from './gpuReadout';
-import type { GpuModel } from './model';
+import { busiestGpu, readout } from './readout';
+import type { IGpuModel } from './tokens';
 
 function GpuReadout(props: {
-  model: GpuModel;
+  model: IGpuModel;
   trans: TranslationBundle;
   onClick: () => void;
 }): JSX.Element | null {
@@ -43,7 +43,7 @@ function GpuReadout(props: {
 /** The status bar item; it tells the model it is a visible view, so the readout stays current. */
 export class GpuStatusItem extends ReactWidget {
   constructor(
-    private _model: GpuModel,
+    private _model: IGpuModel,
     private _trans: TranslationBundle,
     private _onClick: () => void
   ) {

@@ -130,7 +130,7 @@ def get(jobs: Jobs, args: argparse.Namespace) -> int:
             ("Ray job", output.ray_job(job)),
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
             ("Error", job.error or "-"),
-            ("Command", spec["command"]),
+            ("Command", spec.get("command") or f"({spec.get('kind', 'command')})"),
             ("Working directory", spec["code_source"]["root_path"]),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),

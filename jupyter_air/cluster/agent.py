@@ -89,9 +89,10 @@ class NodeAgent:
     def join(self, timeout: float) -> None:
         raise NotImplementedError
 
-    def sample_metrics(self, run_id: str, tracking_uri: str, interval_seconds: float, gpu_source: dict) -> None:
+    def sample_metrics(self, run_id: str, tracking_uri: str, interval_seconds: float, gpu_source: dict | None) -> None:
         """Sample this node's system metrics into the run as ``system/node_<n>/...`` until :meth:`stop_metrics`;
-        ``gpu_source`` (``{"kind", "count"}``) is the driver's, so a node shows the GPUs the driver's panel shows."""
+        ``gpu_source`` (``{"kind", "count"}``) is the driver's, so a node shows the GPUs the driver's panel shows
+        (None: this node's own)."""
         from jupyter_air.tracking.system_metrics import SystemMetrics
 
         self.stop_metrics()

@@ -111,11 +111,14 @@ class GpuMetrics:
         self._samples.clear()
 
 
-def gpu_choice() -> dict:
-    """This process's GPU source and simulated GPU count (the Jupyter server exports its own to its kernels and
-    terminals), for the nodes of a multi-node call or attempt to sample the same kind of GPUs."""
-    from jupyter_air.gpu.sources import simulated_gpus, source_kind
+def gpu_choice() -> dict | None:
+    """The GPU source this process was told to use (``JUPYTER_AIR_GPU_SOURCE``: the Jupyter server exports its own to
+    its kernels and terminals) and its simulated GPU count, for the nodes of a multi-node call or attempt to sample
+    the GPUs the server's panel shows; None when it was told none, so each node uses its own."""
+    from jupyter_air.gpu.sources import SOURCE_ENV, simulated_gpus, source_kind
 
+    if not os.environ.get(SOURCE_ENV, "").strip():
+        return None
     return {"kind": source_kind(), "count": simulated_gpus()}
 
 

@@ -113,13 +113,13 @@ def gpu(jp_fetch):
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
-    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client too) and
-    two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is
-    killed at the end."""
+    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client and running
+    the job server on 127.0.0.1) and two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and
+    simulated GPUs; every one is killed at the end."""
     from ray_cluster import LocalCluster, free_port
 
     environment = {"AIR_HOME": str(tmp_path_factory.mktemp("cluster-home")), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
-    cluster = LocalCluster(client_port=free_port(), environment=environment)
+    cluster = LocalCluster(client_port=free_port(), environment=environment, dashboard=True)
     try:
         cluster.add_node()
         cluster.add_node()

@@ -21,7 +21,7 @@ _START_SECONDS = 120.0
 #: Concurrent calls per actor: a status poll or a stop must never queue behind a blocking wait.
 ACTOR_CONCURRENCY = 4
 #: Seconds a node may leave a request unanswered before it counts as lost.
-ANSWER_SECONDS = 30.0
+REPLY_SECONDS = 30.0
 #: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
 _CONFIRM_SECONDS = 2.0
 
@@ -32,7 +32,7 @@ class Answers:
 
     values: list  # each node's answer; None where it raised or did not answer
     errors: dict[int, BaseException]  # node -> the Ray error its request raised
-    late: list[int]  # nodes that did not answer within ANSWER_SECONDS
+    late: list[int]  # nodes that did not answer within REPLY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -152,11 +152,11 @@ class NodeGroup:
         return [info.host for info in self.infos]
 
     def gather(self, refs: dict) -> Answers:
-        """Wait up to ``ANSWER_SECONDS`` for every pending request (``refs``: object ref -> node)."""
+        """Wait up to ``REPLY_SECONDS`` for every pending request (``refs``: object ref -> node)."""
         import ray
 
         values, errors = [None] * len(self.agents), {}
-        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=ANSWER_SECONDS)
+        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=REPLY_SECONDS)
         for ref in ready:
             try:
                 values[refs[ref]] = ray.get(ref)
@@ -175,14 +175,6 @@ class NodeGroup:
         while time.monotonic() < deadline:
             try:
                 return ray.get(self.agents[node].ping.remote(), timeout=0.5)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                time.sleep(0.2)
-        return False
-        deadline = time.monotonic() + _CONFIRM_SECONDS
-        while time.monotonic() < deadline:
-            try:
-                ray.get(self.agents[node].ping.remote(), timeout=0.5)
-                return True
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 time.sleep(0.2)
         return False

@@ -12,11 +12,29 @@ log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
 _JOIN_TIMEOUT_SECONDS = 10.0
+#: Least span a CPU utilization sample covers: a shorter one (the final sample just after a periodic one) is left out.
+_MIN_CPU_SPAN_SECONDS = 0.5
+
+
+def busy_percent(before, after) -> float | None:
+    """Percent of CPU time spent busy between two ``psutil.cpu_times()`` (idle and I/O wait are not busy; guest
+    time is already in user time); None when no time was counted in between."""
+    delta = {name: max(getattr(after, name) - getattr(before, name), 0.0) for name in after._fields}
+    total = sum(delta.values()) - delta.get("guest", 0.0) - delta.get("guest_nice", 0.0)
+    if total <= 0:
+        return None
+    idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+    return round(100.0 * (total - idle) / total, 1)
 
 
 class HostMetrics:
     """CPU, memory, disk and network samples, computed and named as MLflow's CPU, disk and network monitors do
-    (without importing MLflow)."""
+    (without importing MLflow).
+
+    CPU utilization covers the span since the last sample: MLflow's monitor asks ``psutil.cpu_percent()``, whose
+    baseline is per thread, so a sample taken by another thread than the last (the sampling thread's first,
+    ``stop()``'s last) covers no time and reads 0. Here the baseline is this object's, whichever thread samples.
+    """
 
     def __init__(self):
         import psutil
@@ -26,13 +44,19 @@ class HostMetrics:
         network = psutil.net_io_counters()
         self._network_start = (network.bytes_recv / 1e6, network.bytes_sent / 1e6)
         self._network: dict[str, float] = {}
+        self._cpu = (time.monotonic(), psutil.cpu_times())
 
     def collect_metrics(self) -> None:
         psutil = self._psutil
+        now = (time.monotonic(), psutil.cpu_times())
+        if now[0] - self._cpu[0] >= _MIN_CPU_SPAN_SECONDS:
+            busy = busy_percent(self._cpu[1], now[1])
+            if busy is not None:
+                self._samples["cpu_utilization_percentage"].append(busy)
+            self._cpu = now
         memory = psutil.virtual_memory()
         disk = psutil.disk_usage(os.sep)
         for name, value in (
-            ("cpu_utilization_percentage", psutil.cpu_percent()),
             ("system_memory_usage_megabytes", memory.used / 1e6),
             ("system_memory_usage_percentage", memory.used / memory.total * 100),
             ("disk_usage_percentage", disk.percent),
@@ -87,11 +111,23 @@ class GpuMetrics:
         self._samples.clear()
 
 
-def _open_gpu_source():
-    """The configured GPU source (the same as the GPU panel's), or None when this node has no usable GPU."""
+def gpu_choice() -> dict | None:
+    """The GPU source this process was told to use (``JUPYTER_AIR_GPU_SOURCE``: the Jupyter server exports its own to
+    its kernels and terminals) and its simulated GPU count, for the nodes of a multi-node call or attempt to sample
+    the GPUs the server's panel shows; None when it was told none, so each node uses its own."""
+    from jupyter_air.gpu.sources import SOURCE_ENV, simulated_gpus, source_kind
+
+    if not os.environ.get(SOURCE_ENV, "").strip():
+        return None
+    return {"kind": source_kind(), "count": simulated_gpus()}
+
+
+def _open_gpu_source(choice: dict | None):
+    """The GPU source ``choice`` names, else the configured one (the same as the GPU panel's); None when this node
+    has no usable GPU."""
     from jupyter_air.gpu.sources import open_source
 
-    source = open_source()
+    source = open_source(**choice) if choice else open_source()
     if source.available:
         return source
     log.info("No GPU metrics for this run: %s", source.reason)
@@ -108,7 +144,8 @@ class SystemMetrics:
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
     the run's store when it is not this process's (a node of a multi-node call); ``tracking``: how to reach it,
-    when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`).
+    when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`); ``gpu_choice``: the GPU
+    source to open (:func:`gpu_choice` of the driver) instead of this process's.
     """
 
     def __init__(
@@ -119,6 +156,7 @@ class SystemMetrics:
         gpu_source=None,
         tracking_uri: str | None = None,
         tracking=None,
+        gpu_choice: dict | None = None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
@@ -128,6 +166,7 @@ class SystemMetrics:
         self.prefix = f"system/{node_id}/" if node_id else "system/"
         self.tracking_uri = tracking_uri
         self._gpu_source = gpu_source
+        self._gpu_choice = gpu_choice
         self._owns_source = gpu_source is None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -152,14 +191,14 @@ class SystemMetrics:
         self._client = self._client or tracker(self.tracking_uri)
         self._monitors = [HostMetrics()]
         if self._owns_source:
-            self._gpu_source = _open_gpu_source()
+            self._gpu_source = _open_gpu_source(self._gpu_choice)
         if self._gpu_source is not None:
             self._monitors.append(GpuMetrics(self._gpu_source))
             # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
             # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
             tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
             self._client.set_tag(self.run_id, tag, self._gpu_source.name)
-        self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
+        self._collect()  # the first logged values then cover the interval, not the time since the monitors were made
         for monitor in self._monitors:
             monitor.clear_metrics()
         self._thread = threading.Thread(target=self._loop, name=f"air-system-metrics-{self.run_id}", daemon=True)

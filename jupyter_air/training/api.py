@@ -90,14 +90,13 @@ def _prepare(
 def _run_tracked(
     call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str], starting: StartingCard
 ) -> list:
-    here = isinstance(call, Call)
     run = None
     tail = None
     try:
         try:
             call.start(starting.waiting)  # the ranks start while their run is created, then wait for its id
             tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
-            tags = tags if here else {**tags, **call.tags}
+            tags = {**tags, **call.tags}
             starting.waiting("creating its MLflow run")
             run = TrackedRun(
                 experiment=options.experiment,
@@ -109,8 +108,9 @@ def _run_tracked(
                 starting=starting,
             )
             call.release(runs.worker_environment(run.run))
-            # Each node of a cluster call samples itself into the run (system/node_<n>/...).
-            run.announce(params, options.log_system_metrics and here)
+            run.announce(params, log_system_metrics=False)
+            if options.log_system_metrics:
+                call.sample_metrics(run.run)  # where its ranks run: this kernel, or each node (system/node_<n>/...)
             _wait(call, tail, run, options.timeout)
         finally:
             call.stop()

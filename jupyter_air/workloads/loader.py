@@ -54,10 +54,13 @@ class ResolvedWorkload:
         return data
 
 
-def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ResolvedWorkload:
-    """Parse, override and validate the workload at `path`; raise `WorkloadError` on any problem."""
+def load_workload(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None
+) -> ResolvedWorkload:
+    """Parse, override and validate the workload at `path` (named `label` in problems, default `path`); raise
+    `WorkloadError` on any problem."""
     source = Path(path)
-    label = str(path)
+    label = label or str(path)
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

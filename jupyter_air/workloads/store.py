@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     exit_code INTEGER,
     error TEXT,
-    tracking_uri TEXT
+    tracking_uri TEXT,
+    ray_job_url TEXT,
+    ray_status TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -59,7 +61,10 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 
 #: Columns added after the first release: created in databases made before them.
-_ADDED_COLUMNS = {"jobs": {"tracking_uri": "TEXT"}, "attempts": {"nodes": "TEXT"}}
+_ADDED_COLUMNS = {
+    "jobs": {"tracking_uri": "TEXT", "ray_job_url": "TEXT", "ray_status": "TEXT"},
+    "attempts": {"nodes": "TEXT"},
+}
 
 
 def now_ms() -> int:
@@ -120,6 +125,9 @@ class Job:
     exit_code: int | None
     error: str | None
     tracking_uri: str | None = None
+    #: A Ray Job's job server, and Ray's last status of it (the job's supervisor runs as a Ray Job).
+    ray_job_url: str | None = None
+    ray_status: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property

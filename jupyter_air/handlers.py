@@ -129,8 +129,9 @@ class RunStopHandler(BaseHandler):
     """``POST jupyter-air/runs/<run_id>/stop``: ask the kernel (or script) running the run to stop it.
 
     The request is recorded for the running process to see (it never waits for a busy kernel); the run
-    then ends KILLED with every worker stopped. 409 when no live process of this user runs it, or when it
-    runs in an attempt of an ``air`` job (cancel the job instead, or it would retry).
+    then ends KILLED with every worker stopped; a remote call's run (``remote=True``) stops by canceling its job.
+    409 when no live process of this user runs it, or when it runs in an attempt of an ``air`` job (cancel the job
+    instead, or it would retry).
     """
 
     @tornado.web.authenticated
@@ -143,6 +144,10 @@ class RunStopHandler(BaseHandler):
             raise tornado.web.HTTPError(400, "%s", str(exc)) from None
         except PartOfJob as exc:
             raise tornado.web.HTTPError(409, "%s", str(exc)) from None
+        if not requested:  # a remote call's card: its job is what stops
+            from .training.remote import cancel_run
+
+            requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
         if not requested:
             raise tornado.web.HTTPError(
                 409,

@@ -58,6 +58,11 @@ class JobChecks:
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
+            if (home / "jobs").is_dir():
+                from .training.call_runner import forget_old_results
+
+                for folder in forget_old_results(home / "jobs"):
+                    self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
         except UnusableDatabase as err:  # a broken job database must not stop the checks, nor flood the log
             self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
         except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)

@@ -164,9 +164,20 @@ def _ray_nodes(context: AttemptContext):
     return RayNodes(context.spec, context.job_dir, context.attempt, context.marker, context.umask)
 
 
+def _call(place: str) -> Callable[[AttemptContext], AttemptRunner]:
+    def runner(context: AttemptContext) -> AttemptRunner:
+        from jupyter_air.training.call_runner import CallRunner
+
+        return CallRunner(context, place)
+
+    return runner
+
+
 #: ``{kind: {place: runner factory}}``; the places are ``local`` (this machine) and ``ray`` (nodes of a cluster).
+#: ``call`` is a notebook's ``.distributed(remote=True)`` (:mod:`~jupyter_air.training.call_runner`).
 RUNNERS: dict[str, dict[str, Callable[[AttemptContext], AttemptRunner]]] = {
     DEFAULT_KIND: {"local": LocalNodes, "ray": _ray_nodes},
+    "call": {"local": _call("local"), "ray": _call("ray")},
 }
 
 

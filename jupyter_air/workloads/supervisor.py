@@ -163,8 +163,10 @@ class Supervisor:
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
+            **spec.get("tags", {}),  # what the kind of work adds (a notebook call: its function, its notebook)
         }
-        name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
+        name = spec.get("mlflow_run_name")  # None: MLflow names it
+        name = f"{name} (retry {attempt})" if name and attempt else name  # the runs table tells retries apart
         run = ManagedRun.create(
             experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
         )

@@ -204,8 +204,8 @@ class Supervisor:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
             run.describe()  # the link, once the command runs: it does not need it
             self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
-            if self.executor.runs_here:
-                run.start_system_metrics()
+            if self.executor.runs_here:  # the energy of the GPUs reserved for the job
+                run.start_system_metrics(gpus=[str(i) for i in node.gpus])
             try:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:

@@ -85,6 +85,15 @@ class GpuRefreshHandler(BaseHandler):
         await self.answer(self.gpu.refresh)
 
 
+class IdleHoldersHandler(BaseHandler):
+    """``GET gpu/idle-holders``: the kernels of this server sitting idle on GPU memory, as the last idle-holder
+    check found them (``c.JupyterAir.idle_holder_minutes``); reading it never resumes GPU sampling."""
+
+    @tornado.web.authenticated
+    def get(self) -> None:
+        self.finish(json.dumps(self.gpu.idle()))
+
+
 class VersionHandler(BaseHandler):
     """``GET version``: the server extension's version, so the panel can tell "server extension missing" from "no
     GPU", and a server not restarted after an upgrade."""

@@ -6,6 +6,7 @@ from .handlers import (
     ExperimentOpenHandler,
     GpuHandler,
     GpuRefreshHandler,
+    IdleHoldersHandler,
     ProxyRouteOffHandler,
     RunOpenHandler,
     RunStopHandler,
@@ -32,6 +33,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
     routes = [
         (f"/{NAMESPACE}/gpu", GpuHandler),
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
+        (f"/{NAMESPACE}/gpu/idle-holders", IdleHoldersHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),

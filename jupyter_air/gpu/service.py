@@ -11,6 +11,7 @@ import socket
 
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
+from .idle import IdleHolders
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
 
@@ -22,11 +23,19 @@ class NoSuchNode(LookupError):
 class GpuService:
     """Answers GPU queries from the sampler's snapshots; never calls NVML on the caller's thread."""
 
-    def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None, cluster: ClusterGpu | None = None):
+    def __init__(
+        self,
+        sampler: Sampler,
+        kernel_manager=None,
+        session_manager=None,
+        cluster: ClusterGpu | None = None,
+        idle_holders: IdleHolders | None = None,
+    ):
         self.sampler = sampler
         self.kernel_manager = kernel_manager
         self.session_manager = session_manager
         self.cluster = cluster
+        self.idle_holders = idle_holders
         self.node = socket.gethostname()
 
     async def snapshot(self, since: int | None = None, node: str | None = None) -> dict:
@@ -124,7 +133,22 @@ class GpuService:
         if self.session_manager is not None and kernel_pids:
             for session in await self.session_manager.list_sessions():
                 kernel_paths[session["kernel"]["id"]] = session.get("path")
-        return attribute(processes, kernel_pids, kernel_paths)
+        rows = attribute(processes, kernel_pids, kernel_paths)
+        return self.idle_holders.mark(rows) if self.idle_holders is not None and local else rows
+
+    def idle(self) -> dict:
+        """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node."""
+        holders = self.idle_holders
+        if holders is None or not holders.enabled:
+            return {"enabled": False, "node": self.node, "checked_ms": None, "holders": []}
+        return {
+            "enabled": True,
+            "node": holders.node,
+            "idle_minutes": holders.minutes,
+            "min_memory_mib": holders.min_memory_mib,
+            "checked_ms": holders.checked_ms,
+            "holders": holders.holders(),
+        }
 
 
 def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:

@@ -138,6 +138,9 @@ def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
         print(f"no {scope}", file=sys.stderr)
         return 0
     output.table(output.LIST_COLUMNS, [output.list_row(j) for j in jobs], status_column=2)
+    for job in jobs:  # what a pending job waits for, and who holds it (on stderr: the table stays parsable)
+        if job.status == "PENDING" and job.error:
+            print(f"{job.job_run_id}: {job.error}", file=sys.stderr)
     return 0
 
 
@@ -174,7 +177,7 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("GPUs", output.gpus(job)),
             ("Nodes", output.nodes(job)),
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
-            ("Error", job.error or "-"),
+            ("Waiting" if job.status == "PENDING" and job.error else "Error", job.error or "-"),
             ("Command", spec["command"]),
             ("Working directory", spec["code_source"]["root_path"]),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),

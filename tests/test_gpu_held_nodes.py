@@ -106,7 +106,7 @@ def test_kept_nodes_are_registered_freed_on_request_and_unregistered(air_home, m
         # Then a job waiting for nodes says who keeps them and how to free them
         hint = waiting_hint()
         assert "notebook work/train.ipynb (process" in hint and "keeps 2 node(s) (gpu-1, gpu-2)" in hint
-        assert "Release in the GPU panel" in hint and "release_nodes()" in hint
+        assert "`release_nodes()` in that notebook" in hint and "shutting down its kernel" in hint
         # When its release is asked for (the GPU panel's Release)
         assert request_release(os.getpid())
         # Then the kept actors are closed within a look or two, and nothing is left registered

@@ -112,7 +112,7 @@ def waiting_hint(home: pathlib.Path | None = None) -> str:
     return (
         "; held: "
         + "; ".join(parts)
-        + ". Free them now with Release in the GPU panel's held nodes, or `release_nodes()` in that notebook"
+        + ". Free them now with `release_nodes()` in that notebook, or by shutting down its kernel"
     )
 
 

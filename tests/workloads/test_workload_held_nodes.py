@@ -50,7 +50,7 @@ def test_a_waiting_job_names_the_notebook_keeping_its_nodes_and_runs_once_they_a
         assert job["status"] == "PENDING"
         waiting = job["error"]
         assert f"notebook work/train.ipynb (process {os.getpid()}) keeps 2 node(s)" in waiting
-        assert "Release in the GPU panel" in waiting and "release_nodes()" in waiting
+        assert "`release_nodes()` in that notebook" in waiting and "shutting down its kernel" in waiting
         shown = air("get", job_run_id, check=True).stdout
         assert "Waiting" in shown and "work/train.ipynb" in shown
         # ... and in `air list`

@@ -178,3 +178,30 @@ async def test_the_check_can_be_turned_off(jp_fetch, air_config):
     # Given idle_holder_minutes = 0, When the route is read, Then it says the check is off
     payload = json.loads((await jp_fetch("jupyter-air", "gpu", "idle-holders")).body)
     assert payload["enabled"] is False and payload["holders"] == []
+
+
+def test_a_process_of_no_kernel_is_looked_up_once_while_the_kernels_stay_the_same(monkeypatch):
+    # Given a GPU shared by a kernel's child and a process of no kernel (another user's training)
+    from jupyter_air.gpu import idle
+
+    looked_up = []
+    children = {202: 101}  # pid -> its kernel's pid
+
+    def kernel_of(pid, kernel_pids):
+        looked_up.append(pid)
+        return kernel_pids.get(pid) or kernel_pids.get(children.get(pid))
+
+    monkeypatch.setattr(idle, "kernel_of", kernel_of)
+    holders = IdleHolders(IDLE_SECONDS / 60, 1024, started_s=START)
+    at = START + 10
+    sample = [(int(at * 1000), _reading([0.0], [(0, 202, 2 * GIB), (0, 999, 4 * GIB)]))]
+    # When three checks run with the same kernels
+    for step in range(3):
+        rows = _listed(holders, sample, [_kernel(101)], at + step)
+    # Then the outsider's ancestors were looked up at the first check only, and the kernel is still found
+    assert looked_up.count(999) == 1 and looked_up.count(202) == 3
+    assert rows == [("kernel-101", 0)]
+    # And once another kernel starts, the outsider is looked up again (it might be that kernel's child)
+    children[999] = 303
+    assert _listed(holders, sample, [_kernel(101), _kernel(303)], at + 5) == [("kernel-101", 0), ("kernel-303", 0)]
+    assert looked_up.count(999) == 2

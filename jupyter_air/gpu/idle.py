@@ -43,6 +43,9 @@ class IdleHolders:
         self._lock = threading.Lock()
         self._holders: tuple[dict, ...] = ()
         self.checked_ms: int | None = None
+        # GPU processes the last check found under no kernel, for the same kernels: a process never moves under a
+        # kernel that is already running, so they are not looked up again (each look walks the process's ancestors)
+        self._foreign: tuple[frozenset[int], set[int]] = (frozenset(), set())
 
     @property
     def enabled(self) -> bool:
@@ -58,7 +61,7 @@ class IdleHolders:
         holders = []
         if samples:
             kernels = {k.pid: k for k in kernels if k.pid is not None}
-            held = _memory_by_kernel(samples[-1][1], {pid: str(pid) for pid in kernels})
+            held = self._memory_by_kernel(samples[-1][1], kernels)
             for (pid, gpu), (used, pids) in sorted(held.items()):
                 kernel = kernels[pid]
                 if kernel.busy or used < self.min_memory_mib * MIB:
@@ -93,15 +96,20 @@ class IdleHolders:
             idle = {(h["kernel_id"], h["gpu_index"]): h["idle_since_ms"] for h in self._holders}
         return [{**row, "idle_since_ms": idle.get((row.get("kernel_id"), row["gpu_index"]))} for row in rows]
 
-
-def _memory_by_kernel(reading: Reading, kernel_pids: dict[int, str]) -> dict[tuple[int, int], tuple[int, list[int]]]:
-    """``{(kernel pid, GPU): (bytes held, pids)}``: GPU memory of each kernel and its children, per GPU."""
-    held: dict[tuple[int, int], tuple[int, list[int]]] = {}
-    for proc in reading.processes:
-        owner = kernel_of(proc.pid, kernel_pids)
-        if owner is None:
-            continue
-        key = (int(owner), proc.gpu_index)
-        used, pids = held.get(key, (0, []))
-        held[key] = (used + (proc.used_memory_bytes or 0), [*pids, proc.pid])
-    return held
+    def _memory_by_kernel(self, reading: Reading, kernels: dict) -> dict[tuple[int, int], tuple[int, list[int]]]:
+        """``{(kernel pid, GPU): (bytes held, pids)}``: GPU memory of each kernel and its children, per GPU."""
+        kernel_pids = {pid: str(pid) for pid in kernels}
+        known, foreign = self._foreign
+        skip = foreign if known == frozenset(kernel_pids) else set()
+        held: dict[tuple[int, int], tuple[int, list[int]]] = {}
+        outside = set()
+        for proc in reading.processes:
+            owner = None if proc.pid in skip else kernel_of(proc.pid, kernel_pids)
+            if owner is None:
+                outside.add(proc.pid)
+                continue
+            key = (int(owner), proc.gpu_index)
+            used, pids = held.get(key, (0, []))
+            held[key] = (used + (proc.used_memory_bytes or 0), [*pids, proc.pid])
+        self._foreign = (frozenset(kernel_pids), outside)
+        return held

@@ -85,6 +85,31 @@ class GpuRefreshHandler(BaseHandler):
         await self.answer(self.gpu.refresh)
 
 
+class IdleHoldersHandler(BaseHandler):
+    """``GET gpu/idle-holders``: the kernels of this server sitting idle on GPU memory, as the last idle-holder
+    check found them (``c.JupyterAir.idle_holder_minutes``); reading it never resumes GPU sampling."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.gpu.idle()))
+
+
+class HeldNodesReleaseHandler(BaseHandler):
+    """``POST gpu/held-nodes/<pid>/release``: ask the process (a notebook's kernel) that keeps Ray nodes for its
+    next call to free them now, as ``release_nodes()`` in it would; it does within a second, busy or not. 404 when
+    that process keeps no nodes."""
+
+    @tornado.web.authenticated
+    async def post(self, pid: str) -> None:
+        from .cluster.held import request_release
+
+        if not await IOLoop.current().run_in_executor(None, request_release, int(pid)):
+            raise tornado.web.HTTPError(
+                404, "Process %s keeps no Ray nodes (they were freed, or it is gone): nothing to release.", pid
+            )
+        self.finish(json.dumps({"pid": int(pid), "release_requested": True}))
+
+
 class VersionHandler(BaseHandler):
     """``GET version``: the server extension's version, so the panel can tell "server extension missing" from "no
     GPU", and a server not restarted after an upgrade."""

@@ -92,6 +92,9 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
         print(f"no {scope}", file=sys.stderr)
         return 0
     output.table(output.LIST_COLUMNS, [output.list_row(j) for j in found], status_column=2)
+    for job in found:  # what a pending job waits for, and who holds it (on stderr: the table stays parsable)
+        if job.status == "PENDING" and job.error:
+            print(f"{job.job_run_id}: {job.error}", file=sys.stderr)
     return 0
 
 
@@ -129,7 +132,7 @@ def get(jobs: Jobs, args: argparse.Namespace) -> int:
             ("Nodes", output.nodes(job)),
             ("Ray job", output.ray_job(job)),
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
-            ("Error", job.error or "-"),
+            ("Waiting" if job.status == "PENDING" and job.error else "Error", job.error or "-"),
             ("Command", spec.get("command") or f"({spec.get('kind', 'command')})"),
             ("Working directory", spec["code_source"]["root_path"]),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +80,19 @@ class HostMetrics:
 
 
 class GpuMetrics:
-    """Per-GPU samples from jupyter_air's NVML source, named like MLflow's GPU monitor plus temperature."""
+    """Per-GPU samples from jupyter_air's NVML source, named like MLflow's GPU monitor plus temperature, and the
+    run's GPUs' cumulative energy (``gpu_<i>_energy_joules``, see :mod:`~jupyter_air.tracking.energy`)."""
 
-    def __init__(self, source):
+    def __init__(self, source, gpus: Sequence[str] | None = None):
+        from jupyter_air.tracking.energy import EnergyMeter, run_gpus
+
         self._source = source
         self._samples: dict[str, list[float]] = defaultdict(list)
+        self.energy = EnergyMeter(source, run_gpus(source.devices, gpus))
 
     def collect_metrics(self) -> None:
         reading = self._source.read()
+        self.energy.observe(reading, time.monotonic())
         columns = {
             "utilization_percentage": reading.utilization_percent,
             "temperature_celsius": reading.temperature_celsius,
@@ -105,7 +111,8 @@ class GpuMetrics:
                 self._samples[f"gpu_{index}_memory_usage_percentage"].append(used_bytes / total_bytes * 100)
 
     def aggregate_metrics(self) -> dict[str, float]:
-        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+        averages = {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+        return averages | {f"gpu_{i}_energy_joules": round(j, 3) for i, j in self.energy.joules().items()}
 
     def clear_metrics(self) -> None:
         self._samples.clear()
@@ -145,7 +152,10 @@ class SystemMetrics:
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
     the run's store when it is not this process's (a node of a multi-node call); ``tracking``: how to reach it,
     when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`); ``gpu_choice``: the GPU
-    source to open (:func:`gpu_choice` of the driver) instead of this process's.
+    source to open (:func:`gpu_choice` of the driver) instead of this process's. ``gpus``: the run's GPUs as
+    ``CUDA_VISIBLE_DEVICES`` names them, whose energy is logged (default: ``CUDA_VISIBLE_DEVICES``, else all);
+    the last sample adds ``total_energy_watt_hours`` and the tags ``air.energy_method`` and
+    ``air.energy_exclusive`` (with ``.<node_id>`` on a node of a multi-node run).
     """
 
     def __init__(
@@ -157,6 +167,7 @@ class SystemMetrics:
         tracking_uri: str | None = None,
         tracking=None,
         gpu_choice: dict | None = None,
+        gpus: Sequence[str] | None = None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
@@ -174,6 +185,8 @@ class SystemMetrics:
         self._step = 0
         self._monitors: list = []
         self._client = tracking
+        self._gpus = gpus
+        self._energy = None
 
     def __enter__(self) -> SystemMetrics:
         self.start()
@@ -193,11 +206,14 @@ class SystemMetrics:
         if self._owns_source:
             self._gpu_source = _open_gpu_source(self._gpu_choice)
         if self._gpu_source is not None:
-            self._monitors.append(GpuMetrics(self._gpu_source))
+            monitor = GpuMetrics(self._gpu_source, self._gpus)
+            self._monitors.append(monitor)
+            self._energy = monitor.energy
             # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
-            # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
-            tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
-            self._client.set_tag(self.run_id, tag, self._gpu_source.name)
+            # multi-node run has its own tags (nodes writing one tag at once would race in a SQLite store).
+            self._client.log_batch(
+                self.run_id, tags={self._tag("air.gpu_source"): self._gpu_source.name, **self._energy_tags()}
+            )
         self._collect()  # the first logged values then cover the interval, not the time since the monitors were made
         for monitor in self._monitors:
             monitor.clear_metrics()
@@ -211,9 +227,22 @@ class SystemMetrics:
         self._stop.set()
         self._thread.join(_JOIN_TIMEOUT_SECONDS)
         self._thread = None
-        self._sample_and_log()
+        self._sample_and_log(final=True)
         if self._owns_source and self._gpu_source is not None:
             self._gpu_source.close()
+
+    def _tag(self, name: str) -> str:
+        return f"{name}.{self.node_id}" if self.node_id else name
+
+    def _energy_tags(self, final: bool = False) -> dict[str, str]:
+        from jupyter_air.tracking.energy import EXCLUSIVE_TAG, METHOD_TAG
+
+        if self._energy is None or not self._energy.gpus:
+            return {}
+        tags = {self._tag(METHOD_TAG): self._energy.method}
+        if final:
+            tags[self._tag(EXCLUSIVE_TAG)] = str(self._energy.exclusive).lower()
+        return tags
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_seconds):
@@ -226,7 +255,8 @@ class SystemMetrics:
             except Exception as exc:  # noqa: BLE001 - a failing sensor must not end the run's sampling
                 log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
 
-    def _sample_and_log(self) -> None:
+    def _sample_and_log(self, final: bool = False) -> None:
+        from jupyter_air.tracking.energy import TOTAL_METRIC, watt_hours
         from jupyter_air.tracking.entities import Metric
 
         with self._lock:
@@ -235,12 +265,16 @@ class SystemMetrics:
             for monitor in self._monitors:
                 values.update(monitor.aggregate_metrics())
                 monitor.clear_metrics()
+            tags = self._energy_tags(final) if final else {}
+            if tags:
+                joules = [v for k, v in values.items() if k.endswith("_energy_joules")]
+                values[TOTAL_METRIC] = round(watt_hours(sum(joules)), 6)
             timestamp_ms = int(time.time() * 1000)
             metrics = [Metric(self.prefix + k, v, timestamp_ms, self._step) for k, v in values.items()]
             self._step += 1
         if not metrics:
             return
         try:
-            self._client.log_batch(self.run_id, metrics=metrics)
+            self._client.log_batch(self.run_id, metrics=metrics, tags=tags)
         except Exception as exc:  # noqa: BLE001 - the store may be briefly locked; sampling goes on
             log.warning("System metrics for run %s not logged: %s", self.run_id, exc)

@@ -50,6 +50,7 @@ class CallRunner:
         self._writers: list[LogWriter] = []
         self._tail: RankLogTail | None = None
         self._node_of: list[int] = []
+        self.gpus: list[int] = []
 
     def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
         """Reserve this machine's GPUs (local) or the Ray nodes, and start the ranks: they wait for :meth:`start`."""
@@ -63,6 +64,7 @@ class CallRunner:
             gpus = reserve_gpus(self.context, cancel, note)
             if gpus is None:
                 return False
+            self.gpus = gpus
             if gpus:
                 os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))  # the fork server counts these
             self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
@@ -94,7 +96,7 @@ class CallRunner:
         for key, value in getattr(self.call, "tags", {}).items():  # where a cluster call landed
             run.client.set_tag(run.run_id, key, value)
         if self.place_name == "local" and self.spec.get("log_system_metrics", True):
-            run.start_system_metrics()
+            run.start_system_metrics(gpus=[str(i) for i in self.gpus])  # with the energy of the call's GPUs
 
     def wait(self, timeout: float) -> int | None:
         """0 once every rank returned (their results kept), 1 when the call failed (:attr:`problem` says why)."""

@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 import tempfile
-import threading
 import uuid
 from pathlib import Path
 
@@ -24,13 +23,12 @@ from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import NodeGroup, bundle, describe_bundle
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
+from jupyter_air.training.kept import Kept
 from jupyter_air.training.launch import NodePlace
 from jupyter_air.training.options import RunOptions
 
 #: Seconds to wait for free nodes before the call fails (nothing has started then, no run exists).
 PLACEMENT_WAIT_SECONDS = 60.0
-#: Seconds the actors of a finished call are kept, holding their nodes' GPUs, for a next call of the same shape.
-KEEP_SECONDS = 300.0
 #: Seconds every node gets to stop its ranks (SIGTERM, then SIGKILL) before its actor is killed anyway.
 _STOP_SECONDS = 15.0
 #: What a rank reports when another rank died first: never the root cause while a real error exists.
@@ -42,51 +40,6 @@ _PEER_ERRORS = (
     "Socket Timeout",
 )
 _SIGNALLED = {-15, -9}
-
-
-class _Kept:
-    """The actors of the last finished call, kept for ``KEEP_SECONDS`` for the next call of the same shape on the
-    same connection."""
-
-    key: tuple | None = None
-    group: NodeGroup | None = None
-    timer: threading.Timer | None = None
-    lock = threading.Lock()
-
-    @classmethod
-    def take(cls, key: tuple) -> NodeGroup | None:
-        """The kept group if it has this shape; any other kept group is closed."""
-        with cls.lock:
-            group, cls.group = cls.group, None
-            if cls.timer is not None:
-                cls.timer.cancel()
-        if group is not None and (cls.key != key or group.closed):
-            group.close()
-            group = None
-        return group
-
-    @classmethod
-    def keep(cls, key: tuple, group: NodeGroup) -> None:
-        cls.take(key)
-        with cls.lock:
-            cls.key, cls.group = key, group
-            cls.timer = threading.Timer(KEEP_SECONDS, cls._expire, args=(group,))
-            cls.timer.daemon = True
-            cls.timer.start()
-
-    @classmethod
-    def _expire(cls, group: NodeGroup) -> None:
-        with cls.lock:
-            if cls.group is not group:
-                return
-            cls.group = None
-        group.close()
-
-
-def release_nodes() -> None:
-    """Free the nodes kept for the next multi-node call now (else after ``KEEP_SECONDS`` or when the kernel
-    stops)."""
-    _Kept.take(())
 
 
 def _shape(ray, gpus: int | None, nodes: int) -> tuple[int, int]:
@@ -132,7 +85,7 @@ class ClusterCall:
 
             check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
 
-        self.group = _Kept.take(self._key)
+        self.group = Kept.take(self._key)
         if self.group is None:
             note(f"placing {self.nodes} nodes with {describe_bundle(share)} each")
             self.group = NodeGroup.place(
@@ -236,7 +189,7 @@ class ClusterCall:
                 if got is None or got.errors or got.late:
                     group.close()  # stopped early, or a node is gone: never keep it (nor hide the call's outcome)
                 else:
-                    _Kept.keep(self._key, group)
+                    Kept.keep(self._key, group, self.address)
             except BaseException:
                 group.close()
                 raise

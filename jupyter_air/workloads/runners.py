@@ -113,7 +113,7 @@ class LocalNodes:
         root = spec["code_source"]["root_path"]
         self.process = NodeProcess(spec["command"], root, env, self.log_dirs[0], context.marker, context.umask)
         self.process.start()
-        run.start_system_metrics()
+        run.start_system_metrics(gpus=[str(i) for i in self.gpus])  # with the energy of the job's GPUs
 
     @property
     def pid(self) -> int | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from jupyter_air.format import duration
 from jupyter_air.workloads.job_json import job_detail, job_summary
 from jupyter_air.workloads.jobs import JobNotFound, Jobs, SubmitError
-from jupyter_air.workloads.store import ACTIVE, TERMINAL, Job
+from jupyter_air.workloads.records import ACTIVE, TERMINAL, Job
 
 from . import CliError, output
 from .follow import emit, follow_attempt, latest_attempt, watch

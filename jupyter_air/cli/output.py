@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from jupyter_air.format import duration
-from jupyter_air.workloads.store import Job
+from jupyter_air.workloads.records import Job
 
 _STATUS_STYLE = {
     "PENDING": "yellow",

@@ -9,7 +9,8 @@ from pathlib import Path
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
-from .store import Job, JobStore
+from .records import Job
+from .store import JobStore
 from .supervisor import attempt_marker
 
 log = logging.getLogger(__name__)

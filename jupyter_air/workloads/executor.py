@@ -21,8 +21,9 @@ from jupyter_air import procs
 from jupyter_air.home import open_private
 
 from . import ray_jobs
+from .records import Job, now_ms
 from .runners import AttemptContext, AttemptRunner, runner_check, runner_for
-from .store import Job, JobStore, now_ms
+from .store import JobStore
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
 _START_GRACE_SECONDS = 30

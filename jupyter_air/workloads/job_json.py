@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .store import Job
+from .records import Job
 
 
 def job_summary(job: Job) -> dict[str, Any]:

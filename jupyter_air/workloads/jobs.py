@@ -21,7 +21,8 @@ from typing import Any
 from jupyter_air.home import open_private
 
 from .logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
-from .store import Attempt, Job, JobStore
+from .records import Attempt, Job
+from .store import JobStore
 
 
 class JobNotFound(LookupError):

@@ -13,7 +13,7 @@ from jupyter_air.tracking.store import is_remote, tracking_uri
 
 from .job_json import job_detail, job_summary
 from .jobs import Jobs, SubmitError
-from .store import Attempt, Job
+from .records import Attempt, Job
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 

@@ -17,8 +17,9 @@ from jupyter_air import procs
 from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
 
 from .executor import ENVIRONMENT_FILE, executor_for
+from .records import Job, now_ms
 from .runners import AttemptContext
-from .store import Job, JobStore, now_ms
+from .store import JobStore
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 

@@ -53,7 +53,7 @@ def test_timeout_stops_the_attempt_and_counts_it_failed(airs, mlflow_client):
     assert job["exit_code"] == -signal.SIGTERM
     assert [a["status"] for a in job["attempts"]] == ["FAILED"]
     assert mlflow_client.get_run(job["mlflow_run_id"]).info.status == "FAILED"
-    air.assert_no_processes(timeout=5)
+    air.assert_no_processes()
 
 
 def test_cancel_stops_the_whole_tree(airs, mlflow_client):
@@ -125,4 +125,4 @@ def test_a_supervisor_that_cannot_reach_mlflow_fails_the_job(airs):
     assert job["status"] == "FAILED"
     assert job["error"].startswith("supervisor error:")
     assert job["attempts"] == []
-    air.assert_no_processes(timeout=5)
+    air.assert_no_processes()

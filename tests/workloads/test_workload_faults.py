@@ -74,7 +74,7 @@ def test_a_full_disk_ends_the_job_with_that_reason_and_the_cli_says_so_in_one_li
     run = MlflowClient(f"sqlite:///{air.home / 'mlflow.db'}").get_run(job["mlflow_run_id"])
     assert run.info.status == "FAILED"
     assert "No space left on device" in run.data.tags["air.error"] and "not uploaded" in run.data.tags["air.error"]
-    air.assert_no_processes(timeout=10)
+    air.assert_no_processes()
 
     # When the disk is full and `air list` and `air get -o json` are run
     filler = small_disk / "filler"

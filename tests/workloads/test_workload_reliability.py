@@ -133,7 +133,7 @@ def test_a_full_disk_fails_the_attempt_and_stops_the_workload(tmp_path):
     assert job["attempts"][0]["status"] == "FAILED"
     log = next(air.home.rglob("output.log"))
     assert 0 < log.stat().st_size <= limit
-    air.assert_no_processes(timeout=5)
+    air.assert_no_processes()
 
 
 def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_left_dying(
@@ -164,7 +164,7 @@ def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_le
     assert run.info.status == "FAILED" and "is gone" in run.data.tags["air.error"]
     artifacts = [a.path for a in mlflow_client.list_artifacts(run.info.run_id, "logs/attempt_0/node_0")]
     assert "logs/attempt_0/node_0/output.log" in artifacts
-    air.assert_no_processes(timeout=5)
+    air.assert_no_processes()
 
 
 def test_cancel_stops_a_detached_daemon_holding_the_output_and_keeps_the_logs(tmp_path, tracking_uri, mlflow_client):

@@ -46,4 +46,4 @@ async def test_the_server_fails_a_job_whose_supervisor_was_killed(
     job = store.get(job_id)
     assert "is gone" in job.error and job.attempts[0].status == "FAILED"
     await eventually(lambda: mlflow_client.get_run(job.attempts[0].mlflow_run_id).info.status == "FAILED", timeout=30)
-    air.assert_no_processes(timeout=10)
+    air.assert_no_processes()

@@ -100,8 +100,9 @@ class JupyterAir(ExtensionApp):
         config=True,
         help="Seconds between two checks that the supervisors of running `air` jobs and the kernels of notebook runs "
         "under AIR_HOME are alive; a job whose supervisor died (killed, out of memory) is marked FAILED, its workload "
-        "stopped and its MLflow run ended, and a run whose kernel died is ended FAILED, within this time. 0 turns "
-        "the check off (the next `air` command still checks jobs).",
+        "stopped and its MLflow run ended, and a run whose kernel died is ended FAILED, within this time. Each check "
+        "also fires the schedules that are due (a fire starts up to this late). 0 turns the check off (the next "
+        "`air` command still checks jobs; `air scheduler` fires schedules).",
     )
 
     idle_holder_minutes = Float(

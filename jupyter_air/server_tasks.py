@@ -1,5 +1,6 @@
-"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, starting
-the embedded MLflow UI once its store exists (and keeping it up), finding kernels idle on GPU memory."""
+"""Background work of the server extension, off the event loop's way: firing due schedules, failing jobs whose
+supervisor died, starting the embedded MLflow UI once its store exists (and keeping it up), finding kernels idle on
+GPU memory."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ UI_KEEP_ALIVE_SECONDS = 60.0
 
 
 class JobChecks:
-    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, and end
-    the runs of kernels that died mid-run.
+    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, fire
+    the schedules that are due (one driver among any number: each fire time is claimed once), and end the runs of
+    kernels that died mid-run.
 
     A problem that lasts (a damaged job database, a full disk) is logged once, in one line, then again every
     :data:`REPEAT_SECONDS` while it lasts, and once more when the checks work again.
@@ -34,6 +36,7 @@ class JobChecks:
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
         self._problem: str | None = None
         self._reported_at = 0.0
+        self._jobs = None  # kept between checks: a tick with nothing due is then one read
 
     def start(self) -> None:
         self._callback.start()
@@ -51,11 +54,17 @@ class JobChecks:
         from .home import UnusableDatabase, air_home_path
         from .tracking.stops import reap_dead_runs
         from .workloads.control import reap_if_any
+        from .workloads.jobs import Jobs
+        from .workloads.tick import tick
 
         home = air_home_path()
         try:
             for job_run_id in reap_if_any(home):
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
+            if self._jobs is None or self._jobs.home != home:
+                self._jobs = Jobs(home)
+            for fire in tick(self._jobs):  # after the reap: a dead job no longer counts against max_concurrent_runs
+                self.log.info("jupyter_air: schedule %s fired: %s %s", fire.name, fire.outcome, fire.job_run_id or "")
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
             if (home / "jobs").is_dir():

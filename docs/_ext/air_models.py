@@ -54,10 +54,14 @@ def _rows(model: type[BaseModel], schema: dict, definitions: dict, prefix: str) 
     rows = []
     for name, prop in schema["properties"].items():
         field = model.model_fields[name]
-        if "$ref" in prop:
-            nested = definitions[prop["$ref"].rsplit("/", 1)[1]]
-            rows.append(f"| `{prefix}{name}` | mapping | {_default(model, name)} | {md_text(nested['description'])} |")
-            rows += _rows(field.annotation, nested, definitions, f"{prefix}{name}.")
+        ref = prop.get("$ref") or next((o["$ref"] for o in prop.get("anyOf", []) if "$ref" in o), None)
+        if ref:  # a nested model, or an optional one (`schedule:`)
+            nested = definitions[ref.rsplit("/", 1)[1]]
+            kind, annotation = "mapping", field.annotation
+            if "$ref" not in prop:
+                kind, annotation = "mapping or null", next(a for a in annotation.__args__ if a is not type(None))
+            rows.append(f"| `{prefix}{name}` | {kind} | {_default(model, name)} | {md_text(nested['description'])} |")
+            rows += _rows(annotation, nested, definitions, f"{prefix}{name}.")
             continue
         rows.append(
             f"| `{prefix}{name}` | {_type(prop)} | {_default(model, name)} | {md_text(field.description or '')} |"

@@ -1,4 +1,4 @@
-"""The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads."""
+"""The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads; schedule them."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ EPILOG = """examples:
   air run -f workload.yaml --override compute.num_nodes=2 --ray-address auto
   air logs JOB_RUN_ID --node 1
   air cancel JOB_RUN_ID
+  air schedules list
+  air list --schedule nightly-train --all-status
 """
 
 
@@ -58,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     json_help = "output format: 'json' prints the documented, stable JSON shape"
 
-    run = sub.add_parser("run", help="validate a workload YAML and start it detached")
+    run = sub.add_parser("run", help="validate a workload YAML and start it detached (or record its schedule)")
     run.add_argument("-f", "--file", required=True, help="workload YAML file")
     run.add_argument("--watch", action="store_true", help="stream node 0's output until the job ends")
     run.add_argument("--dry-run", action="store_true", help="print the resolved workload; start nothing")
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "KEY=VALUE",
         "keep job runs whose status, experiment, user or executor equals VALUE (repeatable)",
     )
+    ls.add_argument("--schedule", metavar="NAME", help="only the job runs fired by schedule NAME")
     ls.add_argument("-o", "--output", choices=["json"], help=json_help)
 
     get = sub.add_parser("get", help="configuration and state of one job run")
@@ -104,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("job_run_ids", nargs="*", metavar="JOB_RUN_ID")
     cancel.add_argument("--all", action="store_true", help="cancel every active job run")
     cancel.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+    from .schedule_commands import add_parsers
+
+    add_parsers(sub, json_help)
     return parser
 
 

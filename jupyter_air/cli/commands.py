@@ -27,6 +27,10 @@ def dispatch(args: argparse.Namespace) -> int:
     jobs = Jobs()
     jobs.create()
     jobs.reap()
+    if args.command in ("schedules", "scheduler"):
+        from . import schedule_commands
+
+        return schedule_commands.dispatch(jobs, args)
     handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
     return handler(jobs, args)
 
@@ -54,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
 
             print(yaml.safe_dump(resolved.workload, sort_keys=False).rstrip())
         return 0
+    if "schedule" in resolved.workload:
+        from . import schedule_commands
+
+        return schedule_commands.create(jobs, resolved, args)
     jobs.reap()
     try:
         job = jobs.start(resolved)
@@ -83,6 +91,8 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
             if value not in ACTIVE + TERMINAL:
                 raise CliError(f"--filter {item!r}: status is one of {', '.join(ACTIVE + TERMINAL)}", 2)
         equal[_FILTERS[key]] = value
+    if args.schedule:
+        equal["schedule"] = args.schedule
     found = jobs.list(active_only=not args.all_status and "status" not in equal, limit=args.limit, **equal)
     if args.output == "json":
         output.print_json([job_summary(j) for j in found])

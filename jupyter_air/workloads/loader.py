@@ -45,7 +45,7 @@ class ResolvedWorkload:
         return f"{_where(path, self.lines, set(self.overridden), label)}{problem}"
 
     def as_dict(self) -> dict[str, Any]:
-        data = self.workload.model_dump(mode="json")
+        data = self.workload.model_dump(mode="json", exclude={"schedule"} if self.workload.schedule is None else None)
         for key in ("num_nodes", "ray_address"):  # the scale-out fields show once set (or resolved for a cluster)
             if data["compute"][key] is None:
                 del data["compute"][key]

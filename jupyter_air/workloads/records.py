@@ -97,3 +97,63 @@ def job_from_row(row: sqlite3.Row, attempts: list[Attempt]) -> Job:
     data["gpus"] = json.loads(data["gpus"] or "[]")
     data["cancel_requested"] = bool(data["cancel_requested"])
     return Job(**data, attempts=attempts)
+
+
+#: What became of one fire time of a schedule: SUBMITTING while its job is being submitted, then SUBMITTED (its job
+#: started), SKIPPED (not run: ``reason`` says why) or FAILED (its job could not be submitted: ``reason``).
+FIRE_OUTCOMES = ("SUBMITTING", "SUBMITTED", "SKIPPED", "FAILED")
+
+
+@dataclass
+class Fire:
+    """One fire time of a schedule and its job."""
+
+    name: str
+    scheduled_ms: int
+    fired_ms: int
+    outcome: str
+    job_run_id: str | None = None
+    reason: str | None = None
+    #: Fire times this fire stands for (1, or more for a catch-up of missed ones).
+    windows: int = 1
+    manual: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("name")
+        return data
+
+
+@dataclass
+class Schedule:
+    """A workload fired by time (``workload``: what each fire submits), named after its experiment."""
+
+    name: str
+    expression: str
+    timezone: str
+    paused: bool
+    catchup: str
+    max_concurrent_runs: int
+    workload: dict[str, Any]
+    source: str
+    user: str
+    ray_address: str | None
+    next_fire_ms: int | None
+    created_ms: int
+    updated_ms: int
+    fires: list[Fire] = field(default_factory=list)
+
+    @property
+    def pause_status(self) -> str:
+        return "PAUSED" if self.paused else "UNPAUSED"
+
+
+def schedule_from_row(row: sqlite3.Row, fires: list[Fire]) -> Schedule:
+    data = dict(row)
+    data["workload"] = json.loads(data["workload"])
+    data["paused"] = bool(data["paused"])
+    return Schedule(**data, fires=fires)
+
+
+def fire_from_row(row: sqlite3.Row) -> Fire:
+    return Fire(**{**dict(row), "manual": bool(row["manual"])})

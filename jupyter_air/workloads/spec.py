@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
@@ -101,6 +101,40 @@ class CodeSource(_Strict):
     root_path: Text = Field(".", description="The command's working folder, relative to the YAML file.")
 
 
+def _expression(text: str) -> str:
+    from .cron import check_expression
+
+    return check_expression(text)
+
+
+def _timezone(name: str) -> str:
+    from .cron import check_timezone
+
+    return check_timezone(name)
+
+
+class Schedule(_Strict):
+    """When a workload runs by itself: `air run` then records the schedule and runs nothing now."""
+
+    quartz_cron_expression: Annotated[StrictStr, AfterValidator(_expression)] = Field(
+        description="Quartz cron: `seconds minutes hours day-of-month month day-of-week [year]`, `?` in one of the "
+        "day fields, e.g. `0 0 2 * * ?` (02:00 daily); `L`, `W` and `#` work as in Quartz. At most one fire every "
+        "10 s."
+    )
+    timezone_id: Annotated[StrictStr, AfterValidator(_timezone)] = Field(
+        "UTC", description="The IANA time zone the expression is read in (e.g. `Europe/Lisbon`); DST is followed."
+    )
+    pause_status: Literal["UNPAUSED", "PAUSED"] = Field("UNPAUSED", description="`PAUSED`: recorded, never fired.")
+    catchup: Literal["once", "none"] = Field(
+        "once",
+        description="After fires were missed (no driver ran): `once` fires one job for them all, `none` skips "
+        "them and waits for the next fire time.",
+    )
+    max_concurrent_runs: StrictInt = Field(
+        1, ge=1, le=100, description="Jobs of the schedule active at once; a fire beyond them is recorded SKIPPED."
+    )
+
+
 class Workload(_Strict):
     """One workload: a shell command, its compute, retries and MLflow settings."""
 
@@ -135,6 +169,9 @@ class Workload(_Strict):
         description="Used when the experiment is created; a path is relative to the YAML file.",
     )
     code_source: CodeSource = Field(default_factory=CodeSource)
+    schedule: Schedule | None = Field(
+        None, description="Run on a timetable instead of now; the schedule is named after `experiment_name`."
+    )
 
     @property
     def run_name(self) -> str:
@@ -148,6 +185,8 @@ def field_names(path: tuple[str, ...]) -> list[str]:
     for part in path:
         field = model.model_fields.get(part)
         annotation = field.annotation if field else None
+        members = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+        annotation = members[0] if len(members) == 1 else annotation  # an optional section: its model
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             return []
         model = annotation

@@ -54,7 +54,37 @@ CREATE TABLE IF NOT EXISTS attempts (
     nodes TEXT,
     PRIMARY KEY (job_run_id, attempt)
 );
+CREATE TABLE IF NOT EXISTS schedules (
+    name TEXT PRIMARY KEY,
+    expression TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    paused INTEGER NOT NULL,
+    catchup TEXT NOT NULL,
+    max_concurrent_runs INTEGER NOT NULL,
+    workload TEXT NOT NULL,
+    source TEXT NOT NULL,
+    user TEXT NOT NULL,
+    ray_address TEXT,
+    next_fire_ms INTEGER,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_ms);
+CREATE TABLE IF NOT EXISTS schedule_fires (
+    name TEXT NOT NULL,
+    scheduled_ms INTEGER NOT NULL,
+    fired_ms INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    job_run_id TEXT,
+    reason TEXT,
+    windows INTEGER NOT NULL DEFAULT 1,
+    manual INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (name, scheduled_ms)
+);
 """
+
+#: Job filters that are no column of their own: the schedule that fired a job is a tag of its workload.
+_DERIVED = {"schedule": """json_extract(workload, '$.tags."air.schedule"')"""}
 
 
 #: Columns added after the first release: created in databases made before them.
@@ -96,6 +126,10 @@ class JobStore:
 
     def job_dir(self, job_run_id: str) -> Path:
         return self.home / "jobs" / job_run_id
+
+    def transaction(self, immediate: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One transaction (``immediate``: holding the write lock from its start), committed when the block ends."""
+        return self._connect(immediate)
 
     @contextlib.contextmanager
     def _connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
@@ -156,7 +190,7 @@ class JobStore:
             clauses.append(f"status IN ({','.join('?' * len(ACTIVE))})")
             args.extend(ACTIVE)
         for column, value in equal.items():
-            clauses.append(f"{column} = ?")
+            clauses.append(f"{_DERIVED.get(column, column)} = ?")
             args.append(value)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._connect() as db:

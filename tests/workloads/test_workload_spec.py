@@ -49,6 +49,31 @@ CASES = [
     ("duplicate_key.yaml", "duplicate_key.yaml:4: command: duplicate key (first set on line 2); keep one"),
     ("missing_root.yaml", "missing_root.yaml:5: code_source.root_path:"),
     ("bad_accelerator_type.yaml", "bad_accelerator_type.yaml:5: compute.accelerator_type: String should match pattern"),
+    (
+        "schedule_expression.yaml",
+        "schedule_expression.yaml:6: schedule.quartz_cron_expression: not a valid Quartz expression",
+    ),
+    (
+        "schedule_five_fields.yaml",
+        "schedule_five_fields.yaml:6: schedule.quartz_cron_expression: 5 fields: a Quartz expression starts with "
+        "seconds (seconds minutes hours day-of-month month day-of-week [year]); for 02:00 daily write '0 0 2 * * ?'",
+    ),
+    (
+        "schedule_too_often.yaml",
+        "schedule_too_often.yaml:6: schedule.quartz_cron_expression: fires 5 s apart; a schedule fires at most "
+        "every 10 s: e.g. '*/10 * * * * ?' (got '*/5 * * * * ?')",
+    ),
+    (
+        "schedule_both_days.yaml",
+        "schedule_both_days.yaml:6: schedule.quartz_cron_expression: both day-of-month (1) and day-of-week (MON) "
+        "are set; put '?' in one of them",
+    ),
+    (
+        "schedule_timezone.yaml",
+        "schedule_timezone.yaml:7: schedule.timezone_id: unknown time zone; did you mean 'America/Sao_Paulo'? "
+        "(got 'America/Sao_Paolo')",
+    ),
+    ("schedule_unknown_key.yaml", "schedule_unknown_key.yaml:7: schedule.timezone: unknown key; did you mean"),
 ]
 
 

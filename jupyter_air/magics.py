@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
@@ -62,7 +64,7 @@ class AirMagics(Magics):
             (source, filename, namespace),
             {},
             options,
-            source="magic",
+            source="distributed",  # the panel lists it with .distributed() calls; "magic" is %%air_run
             name="air_distributed cell",
             params=scalar_params(namespace),
         )
@@ -112,9 +114,12 @@ class AirMagics(Magics):
 
 
 def load_ipython_extension(ip) -> None:
-    """Register the magics (``%load_ext jupyter_air``) and prepare MLflow in the background."""
+    """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
+    works in a kernel of an environment that was never activated) and prepare MLflow in the background."""
+    from jupyter_air.programs import path_first
     from jupyter_air.warmup import warm_up
 
+    os.environ["PATH"] = path_first(os.environ.get("PATH"))
     ip.register_magics(AirMagics)
     warm_up("tracking")
 

@@ -51,7 +51,9 @@ class PanelHandler(BaseHandler):
         return parsed
 
     async def call(self, function, *args):
-        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message."""
+        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message, a
+        database it cannot use (damaged, a full disk) 503 naming the file and what to do."""
+        from .home import AirHomeError, UnusableDatabase
         from .tracking.runs_query import QueryError
         from .workloads.jobs_view import JobNotFound, NotActive, OutOfRange
         from .workloads.logs import BadOffset
@@ -64,6 +66,8 @@ class PanelHandler(BaseHandler):
             raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
         except NotActive as err:
             raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
+        except (UnusableDatabase, AirHomeError) as err:
+            raise tornado.web.HTTPError(503, "%s", str(err)) from None
 
 
 class RunsHandler(PanelHandler):

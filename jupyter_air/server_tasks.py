@@ -1,25 +1,39 @@
 """Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, and
-starting the embedded MLflow UI once its store exists."""
+starting the embedded MLflow UI once its store exists (and keeping it up)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from tornado.ioloop import PeriodicCallback
 
-#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run.
+#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
+#: between two looks at whether the UI still runs.
 UI_CHECK_SECONDS = 1.0
+#: Seconds between two reports of the same problem with the jobs under AIR_HOME while it lasts.
+REPEAT_SECONDS = 600
+#: Seconds between two health requests to the UI: far less than the shortest sensible idle stop.
+UI_KEEP_ALIVE_SECONDS = 60.0
 
 
 class JobChecks:
-    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone."""
+    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, and end
+    the runs of kernels that died mid-run.
+
+    A problem that lasts (a damaged job database, a full disk) is logged once, in one line, then again every
+    :data:`REPEAT_SECONDS` while it lasts, and once more when the checks work again.
+    """
 
     def __init__(self, interval_seconds: float, log: logging.Logger):
         self.log = log
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
         self._running: Future | None = None
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+        self._problem: str | None = None
+        self._reported_at = 0.0
 
     def start(self) -> None:
         self._callback.start()
@@ -34,23 +48,44 @@ class JobChecks:
         self._running = self._executor.submit(self._reap)
 
     def _reap(self) -> None:
-        from .home import air_home_path
+        from .home import UnusableDatabase, air_home_path
+        from .tracking.stops import reap_dead_runs
         from .workloads.control import reap_if_any
 
         home = air_home_path()
         try:
             for job_run_id in reap_if_any(home):
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
-        except Exception:  # a broken job database must not stop the checks
-            self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
+            for run_id in reap_dead_runs(home):
+                self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
+        except UnusableDatabase as err:  # a broken job database must not stop the checks, nor flood the log
+            self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
+        except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)
+            self._report(f"checking the jobs under {home} failed: {type(exc).__name__}: {exc}", traceback=True)
+        else:
+            if self._problem is not None:
+                self.log.info("jupyter_air: the jobs under %s are checked again.", home)
+                self._problem = None
+
+    def _report(self, problem: str, traceback: bool) -> None:
+        now = time.monotonic()
+        if problem == self._problem and now - self._reported_at < REPEAT_SECONDS:
+            return
+        self._problem, self._reported_at = problem, now
+        self.log.warning(
+            "jupyter_air: %s (said again in %d minutes if it lasts)", problem, REPEAT_SECONDS // 60, exc_info=traceback
+        )
 
 
 class UiAutostart:
-    """Starts the MLflow UI (``ui_process.MlflowUi``) as soon as its store exists, then stops looking."""
+    """Starts the MLflow UI (``ui_process.MlflowUi``, AIR_HOME's resident MLflow server) as soon as its store
+    exists, and keeps it up while this server runs: started again when gone, and asked for its health every
+    ``UI_KEEP_ALIVE_SECONDS`` so that it never stops as idle (kernels then find it at their first call)."""
 
     def __init__(self, ui):
         self.ui = ui
         self._callback = PeriodicCallback(self._check, UI_CHECK_SECONDS * 1000)
+        self._asked = 0.0
 
     def start(self) -> None:
         self._callback.start()
@@ -59,7 +94,10 @@ class UiAutostart:
         self._callback.stop()
 
     async def _check(self) -> None:
-        if self.ui.running:
-            self._callback.stop()
-            return
-        await self.ui.start_if_store_exists()
+        from .tracking.resident import idle_seconds
+
+        if not self.ui.running:
+            await self.ui.start_if_store_exists()
+        elif time.monotonic() - self._asked >= min(UI_KEEP_ALIVE_SECONDS, idle_seconds() / 3):
+            self._asked = time.monotonic()
+            await asyncio.to_thread(self.ui.server.answers)

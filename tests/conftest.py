@@ -22,6 +22,18 @@ def temp_working_directory(tmp_path_factory):
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def stop_resident_mlflow_servers(tmp_path_factory):
+    """AIR_HOME's MLflow server outlives whoever started it, by design: those of this session's AIR_HOMEs are
+    stopped at its end (and, should the session die first, they stop after 10 idle minutes)."""
+    from resident_servers import stop_all
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIR_MLFLOW_IDLE_SECONDS", os.environ.get("AIR_MLFLOW_IDLE_SECONDS", "600"))
+        yield
+        stop_all(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(autouse=True)
 def restore_gpu_source_environment(monkeypatch):
     """A Jupyter server exports its GPU source, public URL and Ray address to its kernels through the environment:

@@ -62,13 +62,16 @@ def run(args: argparse.Namespace) -> int:
         node = node_gpus()
         problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
         if problem:
-            raise CliError(f"invalid workload {args.file}:\n  {problem}", code=2)
+            raise CliError(f"invalid workload {args.file}:\n  {resolved.locate(problem, args.file)}", code=2)
         if node.source == "simulated":
             print(
                 "note: GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): "
                 "not real hardware",
                 file=sys.stderr,
             )
+    problem = executor_for(scale.executor).command_problem(spec)
+    if problem:
+        raise CliError(f"invalid workload {args.file}:\n  {resolved.locate(problem, args.file)}", code=2)
     if args.dry_run:
         if args.output == "json":
             output.print_json({"dry_run": True, "workload": spec})

@@ -103,8 +103,9 @@ class RunCard:
         out.write(text + "\n")
         out.flush()
 
-    def show(self) -> None:
-        """Put the card in the cell (or print the run's first line) and start keeping it up to date."""
+    def show(self, handle=None) -> None:
+        """Put the card in the cell (in place of the ``handle`` of its starting card, if any), or print the run's
+        first line, and start keeping it up to date."""
         data = self._data()
         if self.mode == "text":
             self._print(render_text(data).splitlines()[0])
@@ -115,7 +116,11 @@ class RunCard:
 
         self._widget = RunCardWidget(card=data)
         bundle = {WIDGET_VIEW_MIMETYPE: self._widget.view_data(), **self._static(data)}
-        self._handle = display(bundle, raw=True, display_id=True)
+        if handle is None:
+            self._handle = display(bundle, raw=True, display_id=True)
+        else:
+            handle.update(bundle, raw=True)
+            self._handle = handle
         self._pushed = self.state.revision
         self._thread = threading.Thread(target=self._keep_up_to_date, name="air-run-card", daemon=True)
         self._thread.start()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import NODE_TAG, default_experiment_name, node_name
-from jupyter_air.tracking.store import sqlite_path, tracking_uri
+from jupyter_air.tracking.store import sqlite_path, store_errors, tracking_uri
 
 NOTEBOOK_TAG = "air.notebook_path"
 SOURCE_TAG = "air.source"
@@ -87,6 +87,7 @@ class RunsQuery:
         self._experiments_cache: tuple[str, float, dict[str, str]] | None = None
         self._lock = threading.Lock()
 
+    @store_errors()  # a damaged store: UnusableDatabase, naming the file
     def notebook(
         self,
         paths: Sequence[str],
@@ -130,6 +131,7 @@ class RunsQuery:
             "next_page_token": following.encode() if following else None,
         }
 
+    @store_errors()
     def window(self, from_ms: int, to_ms: int) -> dict:
         """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
         some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import defaultdict
@@ -11,6 +12,46 @@ log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
 _JOIN_TIMEOUT_SECONDS = 10.0
+
+
+class HostMetrics:
+    """CPU, memory, disk and network samples, computed and named as MLflow's CPU, disk and network monitors do
+    (without importing MLflow)."""
+
+    def __init__(self):
+        import psutil
+
+        self._psutil = psutil
+        self._samples: dict[str, list[float]] = defaultdict(list)
+        network = psutil.net_io_counters()
+        self._network_start = (network.bytes_recv / 1e6, network.bytes_sent / 1e6)
+        self._network: dict[str, float] = {}
+
+    def collect_metrics(self) -> None:
+        psutil = self._psutil
+        memory = psutil.virtual_memory()
+        disk = psutil.disk_usage(os.sep)
+        for name, value in (
+            ("cpu_utilization_percentage", psutil.cpu_percent()),
+            ("system_memory_usage_megabytes", memory.used / 1e6),
+            ("system_memory_usage_percentage", memory.used / memory.total * 100),
+            ("disk_usage_percentage", disk.percent),
+            ("disk_usage_megabytes", disk.used / 1e6),
+            ("disk_available_megabytes", disk.free / 1e6),
+        ):
+            self._samples[name].append(value)
+        network = psutil.net_io_counters()
+        self._network = {  # totals since sampling began: not averaged
+            "network_receive_megabytes": network.bytes_recv / 1e6 - self._network_start[0],
+            "network_transmit_megabytes": network.bytes_sent / 1e6 - self._network_start[1],
+        }
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v} | self._network
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+        self._network = {}
 
 
 class GpuMetrics:
@@ -66,7 +107,8 @@ class SystemMetrics:
     so a call shorter than one interval still records one. Metric names are MLflow's
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
-    the run's store when it is not this process's (a node of a multi-node call).
+    the run's store when it is not this process's (a node of a multi-node call); ``tracking``: how to reach it,
+    when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`).
     """
 
     def __init__(
@@ -76,6 +118,7 @@ class SystemMetrics:
         node_id: str | None = None,
         gpu_source=None,
         tracking_uri: str | None = None,
+        tracking=None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
@@ -91,7 +134,7 @@ class SystemMetrics:
         self._lock = threading.Lock()
         self._step = 0
         self._monitors: list = []
-        self._client = None
+        self._client = tracking
 
     def __enter__(self) -> SystemMetrics:
         self.start()
@@ -104,14 +147,10 @@ class SystemMetrics:
         """Begin sampling in a daemon thread; the first sample is logged after one interval."""
         if self._thread is not None:
             return
-        from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
-        from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
-        from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
+        from jupyter_air.tracking.store import tracker
 
-        from jupyter_air.tracking.store import client
-
-        self._client = client(self.tracking_uri)
-        self._monitors = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
+        self._client = self._client or tracker(self.tracking_uri)
+        self._monitors = [HostMetrics()]
         if self._owns_source:
             self._gpu_source = _open_gpu_source()
         if self._gpu_source is not None:
@@ -149,7 +188,7 @@ class SystemMetrics:
                 log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
 
     def _sample_and_log(self) -> None:
-        from mlflow.entities import Metric
+        from jupyter_air.tracking.entities import Metric
 
         with self._lock:
             self._collect()

@@ -6,8 +6,8 @@ import os
 import sys
 
 from jupyter_air.cluster.agent import NodeAgent, read_from
-from jupyter_air.training import rendezvous
 from jupyter_air.training.launch import Call, NodePlace
+from jupyter_air.training.launcher import Launcher
 
 #: Seconds between two looks at the launcher while a driver waits for this node to end.
 _WAIT_STEP_SECONDS = 1.0
@@ -29,24 +29,21 @@ class TrainingAgent(NodeAgent):
 
     def __init__(self, index: int):
         super().__init__(index)
-        # A Ray worker's __main__ is Ray's worker script. multiprocessing would import it again in every rank
-        # forked from the fork server (`import ray`: about 3 s per rank); ranks need nothing from it.
-        main = sys.modules["__main__"]
-        if getattr(main, "__file__", "").endswith("default_worker.py"):
-            del main.__file__
+        Launcher.get()  # the fork server imports torch while the driver creates the run
         self.call: Call | None = None
         self._port: int | None = None
         self._metrics = None
 
     def reserve_port(self, host: str) -> int:
         """Node 0: open the next call's rendezvous listener on ``host`` (this node's address); its port."""
-        self._port = rendezvous.reserve(host)
+        self._port = Launcher.get().reserve(host)
         return self._port
 
     def start(self, payload: bytes, context: dict, place: NodePlace) -> None:
         """Start this node's ranks; each waits for :meth:`release`."""
         self._forget_call()
-        self.call = Call(payload, localized(context), place, parent=self.folder)
+        port, self._port = (self._port, None) if place.node_rank == 0 else (None, self._port)
+        self.call = Call(payload, localized(context), place, parent=self.folder, reserved_port=port)
         self.call.start()
 
     def release(self, overrides: dict[str, str], metrics_interval_seconds: float | None) -> None:
@@ -98,7 +95,7 @@ class TrainingAgent(NodeAgent):
         """Forget the last call: its folder, its unused rendezvous listener."""
         self._forget_call()
         if self._port is not None:
-            rendezvous.unreserve(self._port)
+            Launcher.get().unreserve(self._port)
             self._port = None
 
     def _forget_call(self) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from jupyter_air.cluster import mirror
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
-from jupyter_air.cluster.placement import ANSWER_SECONDS, NodeGroup, bundle
+from jupyter_air.cluster.placement import ANSWER_SECONDS, NodeGroup, bundle, describe_bundle
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
 from jupyter_air.training.launch import NodePlace
@@ -120,8 +120,10 @@ class ClusterCall:
 
     # The interface of launch.Call, in the order the notebook API uses it.
 
-    def start(self) -> None:
-        """Join the cluster, place one actor per node (or reuse the last call's), start every node's ranks."""
+    def start(self, note=lambda what: None) -> None:
+        """Join the cluster, place one actor per node (or reuse the last call's), start every node's ranks;
+        ``note(what)`` hears what it waits for."""
+        note(f"joining the Ray cluster at {self.address}")
         ray = ray_module()
         generation = connect(self.address)
         nproc, gpus = _shape(ray, self.options.gpus, self.nodes)
@@ -135,9 +137,16 @@ class ClusterCall:
 
         self.group = _Kept.take(self._key)
         if self.group is None:
+            note(f"placing {self.nodes} nodes with {describe_bundle(share)} each")
             self.group = NodeGroup.place(
-                TrainingAgent, self.nodes, share, wait_seconds=PLACEMENT_WAIT_SECONDS, check_hosts=check_hosts
+                TrainingAgent,
+                self.nodes,
+                share,
+                wait_seconds=PLACEMENT_WAIT_SECONDS,
+                waiting=note,
+                check_hosts=check_hosts,
             )
+        note(f"starting the ranks on {self.nodes} nodes")
         try:
             check_hosts(self.group.hosts)
             self._launch(ray, nproc)
@@ -199,9 +208,6 @@ class ClusterCall:
             # A node failed and the others neither ended nor failed: they wait on a peer that is gone.
             self._answers({self.group.agents[i].stop.remote(): i for i, on in enumerate(self._running) if on})
             self._poll()
-
-    def watch(self) -> None:
-        """Nothing to record here: each node's guard stops what its actor started."""
 
     def stop(self) -> None:
         """Stop every node that still runs (a timeout, an interrupt, a lost node); their actors are killed after."""

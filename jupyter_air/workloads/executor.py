@@ -21,7 +21,7 @@ from jupyter_air import procs
 from jupyter_air.home import open_private
 
 from .logs import node_dir
-from .node import NodeProcess
+from .node import NodeProcess, missing_program
 from .store import Job, JobStore, now_ms
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
@@ -58,6 +58,11 @@ class Executor(ABC):
     @abstractmethod
     def stop_leftovers(self, job: Job) -> None:
         """Stop every process of `job` that its runner left behind."""
+
+    def command_problem(self, spec: dict) -> str | None:
+        """Why the workload's command cannot start where this executor runs it (``command: why``), checked before
+        anything is created; None when it can, or when only the node running it can tell."""
+        return None
 
 
 class LocalNodes:
@@ -119,6 +124,11 @@ class LocalExecutor(Executor):
     def nodes(self, spec, job_dir, attempt, marker, umask, gpus) -> LocalNodes:
         return LocalNodes(spec, job_dir, attempt, marker, umask, gpus)
 
+    def command_problem(self, spec: dict) -> str | None:
+        env = {**os.environ, **{k: str(v) for k, v in spec["env_variables"].items()}}
+        problem = missing_program(spec["command"], spec["code_source"]["root_path"], env)
+        return None if problem is None else f"command: {problem}"
+
     def submit(self, store: JobStore, job: Job) -> None:
         job_dir = store.job_dir(job.job_run_id)
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -170,6 +180,9 @@ class RayExecutor(LocalExecutor):
 
     name = "ray"
     runs_here = False
+
+    def command_problem(self, spec: dict) -> str | None:
+        return None  # the nodes of the cluster have their own programs
 
     def nodes(self, spec, job_dir, attempt, marker, umask, gpus):
         from .ray_nodes import RayNodes

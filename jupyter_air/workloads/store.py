@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_air.home import private_dir, private_file
+from jupyter_air.home import private_dir, private_file, unusable_database
 
 ACTIVE = ("PENDING", "RUNNING")
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
@@ -143,45 +143,51 @@ class JobStore:
 
     def __init__(self, home: Path):
         self.home = private_dir(Path(home))
-        self.path = private_file(self.home / "jobs.db")  # SQLite gives its -wal and -shm files the same mode
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.path = self.home / "jobs.db"
+        with self._usable():
+            private_file(self.path)  # SQLite gives its -wal and -shm files the same mode
+            with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+        with self._connect(immediate=True) as db:  # one process at a time creates or upgrades the tables
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+    @contextlib.contextmanager
+    def _usable(self) -> Iterator[None]:
+        """Turn a damaged jobs.db or a full disk into an :class:`UnusableDatabase` that names the file and the fix."""
         try:
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("BEGIN IMMEDIATE")  # one process at a time creates or upgrades the tables
-            try:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    db.execute(statement)
-                for table, columns in _ADDED_COLUMNS.items():
-                    have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                    for name, kind in columns.items():
-                        if name not in have:
-                            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            problem = unusable_database(self.path, exc)
+            if problem is None:
                 raise
-        finally:
-            db.close()
+            raise problem from exc
 
     def job_dir(self, job_run_id: str) -> Path:
         return self.home / "jobs" / job_run_id
 
-    @contextmanager
+    @contextlib.contextmanager
     def _connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        with self._usable():
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+                db.execute("PRAGMA busy_timeout=30000")
+                db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):  # a full disk may refuse this too; closing undoes it
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            finally:
+                db.close()
 
     def create_job(
         self, workload: dict[str, Any], source: str, user: str, executor: str, tracking_uri: str | None = None

@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo dist docs test test-py test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo dist docs test test-py test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -55,9 +55,14 @@ dist: install
 	jlpm build:prod
 	$(PY) -m build --no-isolation --outdir dist .
 
-# The linters first: a finding fails `make test` (and CI) before any suite runs.
+# The linters first: a finding fails `make test` (and CI) before any suite runs. Then the Python tests beside the
+# others (each target's output shown whole once it ends).
 test: install chromium
-	$(MAKE) lint test-py test-js test-ui test-dist docs
+	$(MAKE) lint
+	$(MAKE) -j 2 --output-sync=target test-py test-other
+
+test-other: test-js test-dist docs
+	$(MAKE) test-ui
 
 lint: lint-py lint-js
 
@@ -66,8 +71,10 @@ lint-py:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# Two workers (the Ray tests all on one of them), then the tests that must run alone.
 test-py:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m 'not gpu and not dist and not alone'
+	$(PY) -m pytest -q -m alone
 
 test-js:
 	jlpm test

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
@@ -10,13 +11,14 @@ from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 from .cluster.address import RAY_ADDRESS_ENV, configured_address
 from .cluster.errors import BadAddress
 from .gpu.cluster import ClusterGpu
+from .gpu.idle import IdleHolders
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from .home import AirHomeError, air_home
 from .programs import path_first
 from .routes import handlers
-from .server_tasks import JobChecks, UiAutostart
+from .server_tasks import IdleHolderChecks, JobChecks, UiAutostart
 from .tracking.links import PUBLIC_URL_ENV
 
 
@@ -105,7 +107,32 @@ class JupyterAir(ExtensionApp):
         "the check off (the next `air` command still checks jobs).",
     )
 
-    @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")
+    idle_holder_minutes = Float(
+        30.0,
+        min=0.0,
+        config=True,
+        help="Minutes after which a kernel that executed nothing, while holding at least idle_holder_min_memory_mib "
+        "on a GPU that stayed at 0 % utilization, is an idle GPU holder: listed by GET "
+        "{base_url}jupyter-air/gpu/idle-holders, marked in the GPU panel, and announced by JupyterLab with Shut down "
+        "and Restart actions. Fractions work (0.5 = 30 s). 0 turns the check off.",
+    )
+    idle_holder_min_memory_mib = Float(
+        1024.0,
+        min=0.0,
+        config=True,
+        help="MiB of GPU memory a kernel (with its child processes) must hold on one GPU to count as an idle GPU "
+        "holder (default 1024: a CUDA context alone takes about 300-500 MiB).",
+    )
+    idle_holder_check_seconds = Float(
+        60.0,
+        config=True,
+        help="Seconds between two idle GPU holder checks. They run whether or not a GPU panel is open: while the "
+        "panel samples, a check reuses its samples; once sampling stopped as idle, a check reads NVML once itself "
+        "(utilization, memory and processes of each GPU) and sampling stays stopped. A GPU's utilization counts "
+        "as 0 % only when every look at it (samples or checks) saw 0 %.",
+    )
+
+    @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds", "idle_holder_check_seconds")
     def _positive(self, proposal):
         if proposal["value"] <= 0:
             raise TraitError(
@@ -135,12 +162,28 @@ class JupyterAir(ExtensionApp):
             idle_timeout_seconds=self.idle_timeout_seconds,
         )
         self.cluster = self._cluster(kind, count)
+        self.idle_holders = IdleHolders(self.idle_holder_minutes, self.idle_holder_min_memory_mib, time.time())
         service = GpuService(
-            self.sampler, self.serverapp.kernel_manager, self.serverapp.session_manager, cluster=self.cluster
+            self.sampler,
+            self.serverapp.kernel_manager,
+            self.serverapp.session_manager,
+            cluster=self.cluster,
+            idle_holders=self.idle_holders,
         )
         self.settings["jupyter_air_gpu"] = service
         self.sampler.start()
         self._tasks = []
+        if self.idle_holders.enabled:
+            self._tasks.append(
+                IdleHolderChecks(
+                    self.idle_holders,
+                    self.sampler,
+                    self.serverapp.kernel_manager,
+                    self.serverapp.session_manager,
+                    self.idle_holder_check_seconds,
+                    self.log,
+                )
+            )
         if self.job_check_interval_seconds > 0:
             self._tasks.append(JobChecks(self.job_check_interval_seconds, self.log))
         self._start_mlflow_ui()

@@ -85,6 +85,31 @@ class GpuRefreshHandler(BaseHandler):
         await self.answer(self.gpu.refresh)
 
 
+class IdleHoldersHandler(BaseHandler):
+    """``GET gpu/idle-holders``: the kernels of this server sitting idle on GPU memory, as the last idle-holder
+    check found them (``c.JupyterAir.idle_holder_minutes``); reading it never resumes GPU sampling."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.gpu.idle()))
+
+
+class HeldNodesReleaseHandler(BaseHandler):
+    """``POST gpu/held-nodes/<pid>/release``: ask the process (a notebook's kernel) that keeps Ray nodes for its
+    next call to free them now, as ``release_nodes()`` in it would; it does within a second, busy or not. 404 when
+    that process keeps no nodes."""
+
+    @tornado.web.authenticated
+    async def post(self, pid: str) -> None:
+        from .cluster.held import request_release
+
+        if not await IOLoop.current().run_in_executor(None, request_release, int(pid)):
+            raise tornado.web.HTTPError(
+                404, "Process %s keeps no Ray nodes (they were freed, or it is gone): nothing to release.", pid
+            )
+        self.finish(json.dumps({"pid": int(pid), "release_requested": True}))
+
+
 class VersionHandler(BaseHandler):
     """``GET version``: the server extension's version, so the panel can tell "server extension missing" from "no
     GPU", and a server not restarted after an upgrade."""
@@ -129,8 +154,9 @@ class RunStopHandler(BaseHandler):
     """``POST jupyter-air/runs/<run_id>/stop``: ask the kernel (or script) running the run to stop it.
 
     The request is recorded for the running process to see (it never waits for a busy kernel); the run
-    then ends KILLED with every worker stopped. 409 when no live process of this user runs it, or when it
-    runs in an attempt of an ``air`` job (cancel the job instead, or it would retry).
+    then ends KILLED with every worker stopped; a remote call's run (``remote=True``) stops by canceling its job.
+    409 when no live process of this user runs it, or when it runs in an attempt of an ``air`` job (cancel the job
+    instead, or it would retry).
     """
 
     @tornado.web.authenticated
@@ -143,6 +169,10 @@ class RunStopHandler(BaseHandler):
             raise tornado.web.HTTPError(400, "%s", str(exc)) from None
         except PartOfJob as exc:
             raise tornado.web.HTTPError(409, "%s", str(exc)) from None
+        if not requested:  # a remote call's card: its job is what stops
+            from .training.remote import cancel_run
+
+            requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
         if not requested:
             raise tornado.web.HTTPError(
                 409,

@@ -1,4 +1,4 @@
-"""IPython magics: ``%%air_distributed``, ``%%air_run`` and ``%air_gpu`` (``%load_ext jupyter_air``)."""
+"""IPython magics (``%load_ext jupyter_air``): ``%%air_distributed``, ``%%air_run``, ``%air_attach``, ``%air_gpu``."""
 
 from __future__ import annotations
 
@@ -68,13 +68,33 @@ class AirMagics(Magics):
             name="air_distributed cell",
             params=scalar_params(namespace),
         )
-        returned = results[0]
+        self._take_cell_values(results[0])
+
+    def _take_cell_values(self, returned: dict) -> None:
+        """The names an ``%%air_distributed`` cell assigned on rank 0, into the notebook."""
         self.shell.user_ns.update(returned["values"])
         if returned["values"]:
             print(f"Returned from rank 0: {', '.join(sorted(returned['values']))}")
         if returned["unpicklable"]:
             kept = ", ".join(f"{n} ({t})" for n, t in sorted(returned["unpicklable"].items()))
             print(f"Not returned (cannot be pickled; they stayed on the workers): {kept}")
+
+    @line_magic
+    def air_attach(self, line):
+        """Follow a remote call again (``%air_attach JOB_RUN_ID``, also from a new kernel), or show again a call of
+        this kernel (its MLflow run id): its card, then its results by rank (an ``%%air_distributed`` cell's names
+        come back into the notebook), or its DistributedError."""
+        from jupyter_air.training.cell import is_cell_result
+        from jupyter_air.training.remote import attach
+
+        target = _unquote(line.strip())
+        if not target:
+            raise UsageError("%air_attach: pass the job run id a remote call printed (job-...) or a call's run id")
+        results = attach(target)
+        if results and is_cell_result(results[0]):
+            self._take_cell_values(results[0])
+            return None
+        return results
 
     @magic_arguments()
     @run_options("experiment", "run_name", "log_system_metrics")

@@ -1,5 +1,5 @@
-"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, and
-starting the embedded MLflow UI once its store exists (and keeping it up)."""
+"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, starting
+the embedded MLflow UI once its store exists (and keeping it up), finding kernels idle on GPU memory."""
 
 from __future__ import annotations
 
@@ -58,6 +58,11 @@ class JobChecks:
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
+            if (home / "jobs").is_dir():
+                from .training.call_runner import forget_old_results
+
+                for folder in forget_old_results(home / "jobs"):
+                    self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
         except UnusableDatabase as err:  # a broken job database must not stop the checks, nor flood the log
             self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
         except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)
@@ -101,3 +106,69 @@ class UiAutostart:
         elif time.monotonic() - self._asked >= min(UI_KEEP_ALIVE_SECONDS, idle_seconds() / 3):
             self._asked = time.monotonic()
             await asyncio.to_thread(self.ui.server.answers)
+
+
+class IdleHolderChecks:
+    """Every ``interval_seconds``, whether or not a panel is open: which kernels sit idle on GPU memory
+    (:class:`~jupyter_air.gpu.idle.IdleHolders`). Kernels are read on the event loop; the GPUs off it, from the
+    sampler's samples while it samples, else by one reading of its own that leaves sampling stopped."""
+
+    def __init__(self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log):
+        self.holders = holders
+        self.sampler = sampler
+        self.kernel_manager = kernel_manager
+        self.session_manager = session_manager
+        self.log = log
+        self._last_ms: int | None = None
+        self._running = False
+        self._failing = False
+        self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+
+    def start(self) -> None:
+        self._callback.start()
+
+    def stop(self) -> None:
+        self._callback.stop()
+
+    async def _check(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        try:
+            kernels = await self._kernels()
+            await asyncio.to_thread(self._check_gpus, kernels)
+            if self._failing:
+                self.log.info("jupyter_air: the idle GPU holder check works again.")
+                self._failing = False
+        except Exception as exc:  # the check goes on; said once while it fails
+            if not self._failing:
+                self.log.warning("jupyter_air: the idle GPU holder check failed: %s", exc, exc_info=True)
+                self._failing = True
+        finally:
+            self._running = False
+
+    def _check_gpus(self, kernels) -> None:
+        samples = self.sampler.readings_since(self._last_ms)
+        if samples:
+            self._last_ms = samples[-1][0]
+        self.holders.check(samples, kernels, time.time())
+
+    async def _kernels(self) -> list:
+        from .gpu.idle import KernelView
+
+        sessions = await self.session_manager.list_sessions()
+        paths = {s["kernel"]["id"]: s.get("path") for s in sessions if s.get("kernel")}
+        views = []
+        for kernel_id in self.kernel_manager.list_kernel_ids():
+            kernel = self.kernel_manager.get_kernel(kernel_id)
+            activity = getattr(kernel, "last_activity", None)
+            views.append(
+                KernelView(
+                    kernel_id,
+                    getattr(getattr(kernel, "provisioner", None), "pid", None),
+                    paths.get(kernel_id),
+                    activity.timestamp() if activity is not None else time.time(),
+                    getattr(kernel, "execution_state", None) == "busy",  # "starting" until a client asks it
+                )
+            )
+        return views

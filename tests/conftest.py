@@ -13,6 +13,14 @@ from ray_cluster import LocalCluster, free_port  # at once: the environment Ray 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (``--dist loadgroup``) the Ray tests run one after another on one worker: two Ray
+    clusters at once would share this machine's few cores."""
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def temp_working_directory(tmp_path_factory):
     """Run every test from a temp folder: what a library writes relative to the working directory (MLflow's
@@ -114,11 +122,11 @@ def gpu(jp_fetch):
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
-    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client too) and
-    two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is
-    killed at the end."""
+    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client and running
+    the job server on 127.0.0.1) and two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and
+    simulated GPUs; every one is killed at the end."""
     environment = {"AIR_HOME": str(tmp_path_factory.mktemp("cluster-home")), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
-    cluster = LocalCluster(client_port=free_port(), environment=environment)
+    cluster = LocalCluster(client_port=free_port(), environment=environment, dashboard=True)
     try:
         cluster.add_node()
         cluster.add_node()

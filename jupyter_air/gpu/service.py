@@ -7,10 +7,12 @@ lists every node under ``nodes``.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
+from .idle import IdleHolders
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
 
@@ -22,11 +24,19 @@ class NoSuchNode(LookupError):
 class GpuService:
     """Answers GPU queries from the sampler's snapshots; never calls NVML on the caller's thread."""
 
-    def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None, cluster: ClusterGpu | None = None):
+    def __init__(
+        self,
+        sampler: Sampler,
+        kernel_manager=None,
+        session_manager=None,
+        cluster: ClusterGpu | None = None,
+        idle_holders: IdleHolders | None = None,
+    ):
         self.sampler = sampler
         self.kernel_manager = kernel_manager
         self.session_manager = session_manager
         self.cluster = cluster
+        self.idle_holders = idle_holders
         self.node = socket.gethostname()
 
     async def snapshot(self, since: int | None = None, node: str | None = None) -> dict:
@@ -115,8 +125,14 @@ class GpuService:
         """Rows of GPU processes; on this server's node, each names its kernel and notebook when it has one."""
         if not processes:
             return []
+        kernel_pids, kernel_paths = await self._kernels() if local else ({}, {})
+        rows = attribute(processes, kernel_pids, kernel_paths)
+        return self.idle_holders.mark(rows) if self.idle_holders is not None and local else rows
+
+    async def _kernels(self) -> tuple[dict[int, str], dict[str, str]]:
+        """``({pid: kernel id}, {kernel id: notebook path})`` of this server's kernels."""
         kernel_pids, kernel_paths = {}, {}
-        if local and self.kernel_manager is not None:
+        if self.kernel_manager is not None:
             for kernel_id in self.kernel_manager.list_kernel_ids():
                 pid = getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
                 if pid is not None:
@@ -124,7 +140,35 @@ class GpuService:
         if self.session_manager is not None and kernel_pids:
             for session in await self.session_manager.list_sessions():
                 kernel_paths[session["kernel"]["id"]] = session.get("path")
-        return attribute(processes, kernel_pids, kernel_paths)
+        return kernel_pids, kernel_paths
+
+    async def idle(self) -> dict:
+        """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and
+        the Ray nodes that notebooks keep for their next call (read now)."""
+        from jupyter_air.cluster.held import holders as held_nodes
+
+        held = await asyncio.get_running_loop().run_in_executor(None, held_nodes)
+        kernel_pids, kernel_paths = await self._kernels() if held else ({}, {})
+        node_holders = []
+        for record in held:
+            kernel_id = kernel_pids.get(record["pid"])
+            path = kernel_paths.get(kernel_id) if kernel_id else None
+            keys = ("pid", "address", "share", "nodes", "since_ms", "until_ms")
+            node_holders.append(
+                {**{k: record.get(k) for k in keys}, "kernel_id": kernel_id, "path": path or record.get("notebook")}
+            )
+        holders = self.idle_holders
+        answer = {"node": self.node, "node_holders": node_holders}
+        if holders is None or not holders.enabled:
+            return {**answer, "enabled": False, "checked_ms": None, "holders": []}
+        return {
+            **answer,
+            "enabled": True,
+            "idle_minutes": holders.minutes,
+            "min_memory_mib": holders.min_memory_mib,
+            "checked_ms": holders.checked_ms,
+            "holders": holders.holders(),
+        }
 
 
 def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:

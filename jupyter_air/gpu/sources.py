@@ -42,6 +42,9 @@ class NoGpuSource:
     def read(self) -> Reading:
         return Reading()
 
+    def energy_millijoules(self) -> list[int | None]:
+        return []
+
     def close(self) -> None:
         pass
 

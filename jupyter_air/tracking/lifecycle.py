@@ -8,6 +8,7 @@ never left RUNNING. Keys and values are checked or clipped to MLflow's limits be
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import posixpath
 import re
@@ -26,6 +27,8 @@ DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
 #: Final statuses, and the tag that holds the root cause of a FAILED or KILLED run.
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
 ERROR_TAG = "air.error"
+
+log = logging.getLogger(__name__)
 
 
 class RunStopped(Exception):
@@ -165,12 +168,18 @@ class ManagedRun:
         for start in range(0, len(fresh), 100):  # MLflow takes at most 100 params per batch
             self.client.log_batch(self.run_id, params=dict(fresh[start : start + 100]))
 
-    def start_system_metrics(self, node_id: str | None = None, gpu_source=None) -> None:
-        """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included)."""
+    def start_system_metrics(self, node_id: str | None = None, gpu_source=None, gpus: list[str] | None = None) -> None:
+        """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included), with the
+        energy of ``gpus`` (named as ``CUDA_VISIBLE_DEVICES`` names them; default: the visible ones)."""
         from jupyter_air.tracking.system_metrics import SystemMetrics
 
         self._metrics = SystemMetrics(
-            self.run_id, system_metrics_interval(), node_id=node_id, gpu_source=gpu_source, tracking=self.client
+            self.run_id,
+            system_metrics_interval(),
+            node_id=node_id,
+            gpu_source=gpu_source,
+            tracking=self.client,
+            gpus=gpus,
         )
         self._metrics.start()
 
@@ -191,11 +200,22 @@ class ManagedRun:
         try:
             if self._metrics is not None:
                 self._metrics.stop()
+            else:
+                self._sum_node_energy()
         finally:
             if error:
                 self.client.set_tag(self.run_id, ERROR_TAG, clip(error, MAX_TAG_VALUE_CHARS))
             self.client.set_terminated(self.run_id, status=status)
         self.status = status
+
+    def _sum_node_energy(self) -> None:
+        """A run whose nodes sampled themselves (multi-node): their GPUs' energy summed into the run's total."""
+        from jupyter_air.tracking.energy import sum_nodes
+
+        try:
+            sum_nodes(self.client, self.run_id)
+        except Exception as exc:  # noqa: BLE001 - the total is a convenience: the run must end whatever happens
+            log.warning("Energy of run %s not summed over its nodes: %s", self.run_id, exc)
 
     def end_for(self, exc: BaseException | None) -> None:
         """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause."""

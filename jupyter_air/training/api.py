@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import time
@@ -9,7 +10,7 @@ import time
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.run_card.card import card_mode
 from jupyter_air.run_card.starting import StartingCard
-from jupyter_air.training import runs
+from jupyter_air.training import remote, runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
 from jupyter_air.training.launch import Call, NodePlace, call_context, pack, world_size_for
@@ -55,11 +56,16 @@ def run_distributed(
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
         params = runs.call_params(function, args, kwargs) if params is None else params
-        # Fails here, before any run exists, if it cannot travel.
-        call = _prepare(function, args, kwargs, options, tags, starting)
+        if options.remote:
+            job_run_id = remote.submit(function, args, kwargs, options, tags, params)
+            starting.waiting(f"submitted as job {job_run_id}; an interrupt stops following it, never the job")
+        else:  # fails here, before any run exists, if it cannot travel
+            call = _prepare(function, args, kwargs, options, tags, starting)
     except BaseException as exc:
         starting.failed(exc)
         raise
+    if options.remote:
+        return remote.follow(job_run_id, starting)
     try:
         return _run_tracked(call, options, tags, params, starting)
     finally:
@@ -90,14 +96,13 @@ def _prepare(
 def _run_tracked(
     call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str], starting: StartingCard
 ) -> list:
-    here = isinstance(call, Call)
     run = None
     tail = None
     try:
         try:
             call.start(starting.waiting)  # the ranks start while their run is created, then wait for its id
             tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
-            tags = tags if here else {**tags, **call.tags}
+            tags = {**tags, **call.tags}
             starting.waiting("creating its MLflow run")
             run = TrackedRun(
                 experiment=options.experiment,
@@ -109,8 +114,9 @@ def _run_tracked(
                 starting=starting,
             )
             call.release(runs.worker_environment(run.run))
-            # Each node of a cluster call samples itself into the run (system/node_<n>/...).
-            run.announce(params, options.log_system_metrics and here)
+            run.announce(params, log_system_metrics=False)
+            if options.log_system_metrics:
+                call.sample_metrics(run.run)  # where its ranks run: this kernel, or each node (system/node_<n>/...)
             _wait(call, tail, run, options.timeout)
         finally:
             call.stop()
@@ -123,11 +129,21 @@ def _run_tracked(
             starting.failed(exc)
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
             where = "and the run marked KILLED" if run is not None else "before its run was created"
-            raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None
+            exc = CallInterrupted(f"the call was interrupted: every worker was stopped {where}")
+            _remember(run, None, exc)
+            raise exc from None
+        _remember(run, None, exc)
         raise
     _keep_logs(tail, run, call)
     run.finish_for(None)
+    _remember(run, results, None)
     return results
+
+
+def _remember(run: TrackedRun | None, results: list | None, exc: BaseException | None) -> None:
+    """Keep the ended call for ``%air_attach RUN_ID`` (a browser that went away shows it again)."""
+    if run is not None:
+        remote.remember(run.run.run_id, run.card, results, exc)
 
 
 def _keep_logs(tail: RankLogTail, run: TrackedRun, call: Call | ClusterCall) -> None:
@@ -147,9 +163,14 @@ class DistributedFunction:
     def __call__(self, *args, **kwargs):
         return self._function(*args, **kwargs)
 
-    def distributed(self, *args, **kwargs) -> list:
-        """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank."""
-        return run_distributed(self._function, args, kwargs, self._options)
+    def distributed(self, *args, remote: bool | None = None, **kwargs) -> list:
+        """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank.
+
+        ``remote=True`` (or the decorator's) submits it as a job that outlives the kernel (``attach`` follows it
+        again); the function's other arguments are passed on.
+        """
+        options = self._options if remote is None else dataclasses.replace(self._options, remote=remote)
+        return run_distributed(self._function, args, kwargs, options)
 
 
 def distributed(function=None, **options):
@@ -159,7 +180,8 @@ def distributed(function=None, **options):
     per GPU (None: every visible GPU; on a node without GPUs, ``gpus`` CPU processes, one when None);
     ``experiment`` / ``run_name`` where the run is recorded; ``log_system_metrics`` sample CPU, memory
     and GPU into the run; ``timeout`` seconds after which a hung call is stopped; ``nodes`` Ray nodes to
-    spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``).
+    spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``);
+    ``remote`` submit each call as a job that outlives the kernel.
     """
     run_options = RunOptions.of(options)
     from jupyter_air.warmup import warm_up

@@ -177,6 +177,9 @@ class Call:
         self._launcher: Launcher | None = None
         self._events = None
 
+    #: Tags the call gives its run once started (a call on several nodes adds its shape; one node, none).
+    tags: dict[str, str] = {}
+
     @property
     def world_size(self) -> int:
         return self.place.world_size
@@ -192,6 +195,10 @@ class Call:
         """Launch the ranks in a process of the fork server; each waits for :meth:`release` before running."""
         self._launcher = Launcher.get()
         self._events = self._launcher.launch(self.id, self.folder, asdict(self.place), self._reserved_port)
+
+    def sample_metrics(self, run) -> None:
+        """Sample the system metrics of this node, where every rank runs, into ``run`` (a ManagedRun)."""
+        run.start_system_metrics()
 
     def log_files(self) -> dict[str, dict[int, pathlib.Path]]:
         """``{artifact folder: {global rank: log file}}`` of every rank of the call."""

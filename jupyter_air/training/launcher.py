@@ -74,6 +74,20 @@ class Launcher:
                 cls._current = cls()
             return cls._current
 
+    @classmethod
+    def close(cls, timeout: float = 30.0) -> None:
+        """End this process's fork server now (a job's supervisor, before it exits): it stops what still runs."""
+        with cls._lock:
+            current, cls._current = cls._current, None
+        if current is None:
+            return
+        current.process.stdin.close()  # the fork server ends at end of input
+        try:
+            current.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            current.process.kill()
+            current.process.wait()
+
     def info(self) -> dict:
         """The ready fork server's facts (``cuda_devices``: GPUs the ranks see), waiting for it if needed."""
         try:

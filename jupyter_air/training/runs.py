@@ -25,7 +25,7 @@ UNNAMED_NOTEBOOK = "unnamed-notebook"
 _NOTEBOOK_VARIABLES = ("__vsc_ipynb_file__", "__session__")
 
 
-def _script_name() -> str:
+def script_name() -> str:
     """The name of what runs here: the notebook's file as the kernel knows it, else the script's."""
     if in_jupyter_kernel():
         namespace = sys.modules["IPython"].get_ipython().user_ns
@@ -40,7 +40,7 @@ def _script_name() -> str:
 
 def default_experiment_name() -> str:
     """``/Users/<user>/<notebook or script name>``, like MLflow's notebook experiments."""
-    return naming.default_experiment_name(notebook_path() or _script_name())
+    return naming.default_experiment_name(notebook_path() or script_name())
 
 
 def _kernel_experiment_id() -> str | None:
@@ -82,6 +82,29 @@ def resolve_experiment(explicit: str | None, parent_experiment_id: str | None = 
     return ensure_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name(), tracking=tracking)
 
 
+def experiment_name(explicit: str | None) -> str:
+    """The name of the experiment a call records into, by :func:`resolve_experiment`'s rules (without a parent run,
+    nothing created): for a call run elsewhere, as a job."""
+    if explicit:
+        return explicit
+    chosen = _kernel_experiment_id()
+    if chosen:
+        return tracker().get_experiment(chosen).name
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name()
+
+
+def source_tags() -> dict[str, str]:
+    """Where a call comes from: the notebook (or script), this node, the user."""
+    path = notebook_path()
+    return {
+        "mlflow.source.name": path or script_name(),
+        "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
+        **({"air.notebook_path": path} if path else {}),
+        naming.NODE_TAG: naming.node_name(),
+        "mlflow.user": naming.run_user(),
+    }
+
+
 def call_params(function, args: tuple, kwargs: dict) -> dict[str, str]:
     """The call's arguments by parameter name (defaults included), as MLflow params."""
     try:
@@ -107,24 +130,17 @@ def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, 
     Only what the workers need is settled here; the link, params and system metrics can follow
     while the workers start.
     """
-    path = notebook_path()
-    source_tags = {
-        "mlflow.source.name": path or _script_name(),
-        "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
-        **({"air.notebook_path": path} if path else {}),
-        naming.NODE_TAG: naming.node_name(),
-        **tags,
-    }
+    found = {**source_tags(), **tags}
+    user = found.pop("mlflow.user")
     tracking = tracker()
     resume_id = os.environ.get("MLFLOW_RUN_ID")
     if resume_id:
-        return ManagedRun.resume(resume_id, run_name=run_name, tags=source_tags, tracking=tracking)
+        return ManagedRun.resume(resume_id, run_name=run_name, tags=found, tracking=tracking)
     parent_id, parent_experiment = _parent_in_store(tracking)
     experiment_id = resolve_experiment(experiment, parent_experiment, tracking)
-    user = {"mlflow.user": naming.run_user()}
     parent = {"mlflow.parentRunId": parent_id} if parent_id else {}
     return ManagedRun.create(
-        experiment_id, run_name=run_name, tags={**user, **source_tags, **parent}, tracking=tracking
+        experiment_id, run_name=run_name, tags={"mlflow.user": user, **found, **parent}, tracking=tracking
     )
 
 

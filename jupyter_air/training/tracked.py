@@ -58,8 +58,9 @@ class TrackedRun:
             self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
             self.card.show(self.starting.handle if self.starting is not None else None)
             self.run.log_params(params)
-            if log_system_metrics:
-                self.run.start_system_metrics()
+            if log_system_metrics:  # the energy of the call's GPUs; a cell in the kernel may use every visible one
+                kernel = self._placement["kind"] == "kernel"
+                self.run.start_system_metrics(gpus=None if kernel else list(state.header.gpus))
 
     def show_lines(self, lines: list[tuple[int, str]]) -> None:
         """The ranks' new ``(rank, line)`` output, for the card."""

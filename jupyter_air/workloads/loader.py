@@ -54,10 +54,13 @@ class ResolvedWorkload:
         return data
 
 
-def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ResolvedWorkload:
-    """Parse, override and validate the workload at `path`; raise `WorkloadError` on any problem."""
+def load_workload(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None
+) -> ResolvedWorkload:
+    """Parse, override and validate the workload at `path` (named `label` in problems, default `path`); raise
+    `WorkloadError` on any problem."""
     source = Path(path)
-    label = str(path)
+    label = label or str(path)
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -71,9 +74,8 @@ def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     except ValidationError as exc:
         workload = None
         problems = _describe_all(exc.errors(), data, lines, overridden, label)
-    raw_root = (
-        (data.get("code_source") or {}).get("root_path", ".") if isinstance(data.get("code_source"), dict) else "."
-    )
+    code_source = data.get("code_source")
+    raw_root = code_source.get("root_path", ".") if isinstance(code_source, dict) else "."
     if isinstance(raw_root, str) and "\0" not in raw_root and not (folder / raw_root).resolve().is_dir():
         where = _where(("code_source", "root_path"), lines, overridden, label)
         problems.append(f"{where}code_source.root_path: {(folder / raw_root).resolve()} is not a directory")
@@ -102,9 +104,8 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
         raise WorkloadError(label, [f"{label}: not valid YAML: {exc}"]) from None
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise WorkloadError(
-            label, [f"{label}:1: the workload must be a mapping with experiment_name and command, not {kind}"]
-        )
+        problem = f"{label}:1: the workload must be a mapping with experiment_name and command, not {kind}"
+        raise WorkloadError(label, [problem])
     lines: dict[FieldPath, int] = {}
     duplicates: list[str] = []
     _walk(node, (), lines, duplicates)
@@ -257,8 +258,7 @@ def _describe_all(
 
 def _line_of(problem: str, label: str) -> int:
     """The line a problem names (``file:12: ...``), 0 for the file as a whole or an override."""
-    head = problem.removeprefix(f"{label}:").split(":", 1)[0]
-    return int(head) if head.isdigit() else 0
+    return int(head) if (head := problem.removeprefix(f"{label}:").split(":", 1)[0]).isdigit() else 0
 
 
 def _data_path(loc: tuple, data: Any) -> FieldPath:

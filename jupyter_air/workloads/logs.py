@@ -65,28 +65,31 @@ class LogWriter:
 
 
 class LogCursor:
-    """Reads the lines added since the last call; a line is given out once both files hold it."""
+    """Reads the lines added since the last call; a line is given out once both files hold it. Each read takes at
+    most ``CHUNK_BYTES`` of a file (a follower of a big log catches up over a few reads, never holding it whole)."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         self._pos = {OUTPUT: 0, TIMESTAMPS: 0}
         self._pending: dict[str, deque[bytes]] = {OUTPUT: deque(), TIMESTAMPS: deque()}
 
-    def _read(self, name: str) -> None:
+    def _read(self, name: str) -> bool:
+        """Take the complete lines of the next chunk of ``name``; whether there were any."""
         try:
             with open(self.directory / name, "rb") as f:
                 f.seek(self._pos[name])
-                data = f.read()
+                data = f.read(CHUNK_BYTES)  # holds a whole line: a written line is at most MAX_LINE_BYTES
         except FileNotFoundError:
-            return
+            return False
         lines, rest = split_lines(data)
         self._pos[name] += len(data) - len(rest)
         self._pending[name].extend(lines)
+        return bool(lines)
 
     def read(self, final: bool = False) -> list[LogLine]:
-        """New complete lines; with `final`, also lines whose timestamp never got written."""
-        self._read(OUTPUT)
-        self._read(TIMESTAMPS)
+        """New complete lines; with `final`, every line left, also those whose timestamp never got written."""
+        while (self._read(OUTPUT) | self._read(TIMESTAMPS)) and final:
+            pass
         out, ts = self._pending[OUTPUT], self._pending[TIMESTAMPS]
         lines = []
         while out and (ts or final):

@@ -58,6 +58,7 @@ class NodeProcess:
         self._pump: subprocess.Popen | None = None
         self._log_error: str | None = None
         self._reports: threading.Thread | None = None
+        self._stopped_code: int | None = None
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
@@ -98,18 +99,24 @@ class NodeProcess:
         return self._log_error
 
     def poll(self) -> int | None:
-        return self.proc.poll()
+        code = self.proc.poll()
+        return self._stopped_code if self._stopped_code is not None else code
 
     def wait(self, timeout: float) -> int | None:
         try:
-            return self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        return self.poll()
 
     def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
-        """Stop every process of the command; its exit status (negative: the signal that ended it)."""
+        """Stop every process of the command; its exit status (negative: the signal that ended it), kept for
+        :meth:`poll`. The stop may reap the command first: ``Popen`` (waiting in another thread, as a node's
+        agent does) then finds no child and says 0, so the status the stop read wins."""
         codes = self.tree.stop(grace_seconds)
-        return codes.get(self.proc.pid, self.proc.poll())
+        if self.proc.pid in codes:
+            self._stopped_code = codes[self.proc.pid]
+        return self.poll()
 
     def finish(self) -> None:
         """Stop what the command left running, then let the pump write the rest of the output and exit."""

@@ -11,17 +11,18 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
 
-from .executor import executor_for
-from .store import Job, JobStore, now_ms
+from .executor import ENVIRONMENT_FILE, executor_for
+from .records import Job, now_ms
+from .runners import AttemptContext
+from .store import JobStore
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
-#: Seconds between checks for free GPUs while a job waits for its reservation.
-_GPU_WAIT_POLL_SECONDS = 2.0
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
 #: What /bin/sh means by these exit codes (the log shows its own words).
 _EXIT_HINTS = {
@@ -51,7 +52,8 @@ class Outcome:
 
 
 class Supervisor:
-    """Reserves GPUs, runs attempts until one succeeds or retries run out, honours cancel and timeout."""
+    """Runs attempts until one succeeds or retries run out, honours cancel and timeout; what runs an attempt, and
+    where, is the executor's runner (``runners``)."""
 
     def __init__(self, store: JobStore, job_run_id: str, user_umask: int | None = None):
         self.store = store
@@ -119,47 +121,27 @@ class Supervisor:
         self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
         experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"], self.tracking)
         self.store.update(self.job_run_id, experiment_id=experiment_id)
-        gpus = self._reserve(spec["compute"]["num_accelerators"]) if self.executor.runs_here else []
-        if gpus is None:
-            return Outcome("CANCELED", error="canceled while waiting for GPUs")
         outcome = Outcome("FAILED", error="no attempt ran")
         for attempt in range(job.max_retries + 1):
             if attempt and self.cancel.wait(spec.get("retry_delay_seconds", 0)):
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
             if self.cancel.is_set():
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
-            outcome = self._attempt(job, experiment_id, attempt, gpus)
+            outcome = self._attempt(job, experiment_id, attempt)
             if outcome.status in ("SUCCEEDED", "CANCELED") or outcome.disk_full:
                 break
         return outcome
 
-    def _reserve(self, count: int) -> list[int] | None:
-        """GPU indexes held for the whole job; waits (PENDING) while other jobs hold them."""
-        if count == 0:
-            return []
-        from .gpus import node_gpus
-
-        indexes = node_gpus().indexes
-        while not self.cancel.is_set():
-            chosen = self.store.reserve_gpus(self.job_run_id, count, indexes)
-            if chosen is not None:
-                return chosen
-            if len(indexes) < count:
-                raise RuntimeError(f"{count} GPU(s) requested but this node has {len(indexes)}")
-            self.store.update(self.job_run_id, error=f"waiting for {count} free GPU(s) held by other jobs")
-            self.cancel.wait(_GPU_WAIT_POLL_SECONDS)
-        return None
-
-    def _attempt(self, job: Job, experiment_id: str, attempt: int, gpus: list[int]) -> Outcome:
+    def _attempt(self, job: Job, experiment_id: str, attempt: int) -> Outcome:
         from jupyter_air.cluster.errors import ClusterError
 
-        spec = job.workload
         marker = attempt_marker(self.job_run_id, attempt)
-        node = self.executor.nodes(spec, self.store.job_dir(self.job_run_id), attempt, marker, self.user_umask, gpus)
+        context = AttemptContext(job.workload, attempt, marker, self.user_umask, self.store, self.job_run_id)
+        node = self.executor.runner(context)
         try:
             try:  # where it runs comes first: a refusal leaves no run behind
                 if not node.place(self.cancel, self._note):
-                    return Outcome("CANCELED", error=f"canceled while attempt {attempt} waited for nodes")
+                    return Outcome("CANCELED", error=f"canceled while attempt {attempt} waited for its resources")
             except ClusterError as exc:
                 return Outcome("FAILED", error=str(exc))
             return self._tracked(job, experiment_id, attempt, node)
@@ -170,7 +152,7 @@ class Supervisor:
         self.store.update(self.job_run_id, error=message)
 
     def _tracked(self, job: Job, experiment_id: str, attempt: int, node) -> Outcome:
-        from jupyter_air.tracking.lifecycle import ManagedRun, system_metrics_interval
+        from jupyter_air.tracking.lifecycle import ManagedRun
         from jupyter_air.tracking.naming import NODE_TAG, node_name
         from jupyter_air.tracking.store import tracking_uri
 
@@ -182,8 +164,10 @@ class Supervisor:
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
+            **spec.get("tags", {}),  # what the kind of work adds (a notebook call: its function, its notebook)
         }
-        name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
+        name = spec.get("mlflow_run_name")  # None: MLflow names it
+        name = f"{name} (retry {attempt})" if name and attempt else name  # the runs table tells retries apart
         run = ManagedRun.create(
             experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
         )
@@ -197,15 +181,13 @@ class Supervisor:
                 "MLFLOW_EXPERIMENT_ID": experiment_id,
                 "MLFLOW_RUN_ID": run.run_id,
             }
-            node.start(overrides, None if self.executor.runs_here else system_metrics_interval())
+            node.start(overrides, run)
             self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
             self._record_nodes(attempt, node)
             if attempt == 0:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
             run.describe()  # the link, once the command runs: it does not need it
             self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
-            if self.executor.runs_here:
-                run.start_system_metrics()
             try:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:
@@ -289,10 +271,20 @@ def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point of the detached supervisor: `<python> -c ... JOB_RUN_ID` (see LocalExecutor)."""
+    """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
+    AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
+    from the job's folder, this process's PID recorded for a look at it when Ray cannot be asked)."""
     from jupyter_air.home import air_home
 
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raise SystemExit(Supervisor(JobStore(air_home()), argv[0], user_umask).run())
+    job_run_id, *home = argv
+    if home:
+        store = JobStore(Path(home[0]))
+        saved = json.loads((store.job_dir(job_run_id) / ENVIRONMENT_FILE).read_text())
+        os.environ.update({k: v for k, v in saved.items() if not k.startswith("RAY_")})
+        store.update(job_run_id, supervisor_pid=os.getpid(), supervisor_started=procs.start_time(os.getpid()))
+    else:
+        store = JobStore(air_home())
+    raise SystemExit(Supervisor(store, job_run_id, user_umask).run())

@@ -29,7 +29,10 @@ def test_the_quickstart_notebook_runs_as_shipped(store, runs_of, tmp_path, monke
     # When a real kernel runs every cell
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
 
-    # Then no cell failed, and each step showed what the notebook says it shows
+    # Then no cell failed, each step showed what the notebook says it shows, and the text tours the JupyterLab views
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for view in ("Experiment panel", "Logs view", "Stop", "Status bar", "left sidebar", "right sidebar"):
+        assert view in prose
     code = [c for c in nb.cells if c.cell_type == "code"]
     outputs = [outputs_text(c) for c in code]
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
@@ -39,6 +42,7 @@ def test_the_quickstart_notebook_runs_as_shipped(store, runs_of, tmp_path, monke
     assert "hello from air" in outputs[5] and "SUCCEEDED" in outputs[5]
     assert "final loss" in outputs[6] and "SUCCEEDED" in outputs[6]
     assert outputs[7].count("SUCCEEDED") == 2
-    # And the runs are in the store: the cell, the distributed call and the workloads' attempts
-    assert {r.info.run_name for r in runs_of("quickstart")} == {"tracked-cell", "ddp-linear"}
+    assert "stop-me" in outputs[8] and "finished" in outputs[8] and "nobody pressed Stop" in outputs[8]
+    # And the runs are in the store: the cells, the distributed call and the workloads' attempts
+    assert {r.info.run_name for r in runs_of("quickstart")} == {"tracked-cell", "ddp-linear", "stop-me"}
     assert {r.info.run_name for r in runs_of("quickstart-workloads")} == {"quickstart-workloads", "linear-fit"}

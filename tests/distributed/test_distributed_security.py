@@ -16,7 +16,7 @@ import pytest
 
 from jupyter_air import DistributedError, distributed
 
-pytestmark = pytest.mark.usefixtures("no_orphans")
+pytestmark = [pytest.mark.usefixtures("no_orphans"), pytest.mark.alone]
 
 NOBODY = 65534
 

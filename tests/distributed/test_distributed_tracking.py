@@ -137,8 +137,14 @@ class FakeGpuSource:
     name, available, reason = "nvml", True, None
 
     def __init__(self):
+        from jupyter_air.gpu.types import DeviceInfo
+
         self.reads = 0
         self.closed = False
+        self.devices = [DeviceInfo(i, f"GPU-{i}", "fake", 8_000_000_000) for i in range(2)]
+
+    def energy_millijoules(self):
+        return [None, None]  # no counter: energy is the integral of the power read
 
     def read(self):
         from jupyter_air.gpu.types import Reading

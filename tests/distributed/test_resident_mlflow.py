@@ -75,6 +75,7 @@ def _dead_socket_folder(
     return folder
 
 
+@pytest.mark.timeout(3 * READY_SECONDS)  # it waits for two servers to answer, then for one to stop
 def test_one_server_per_air_home_private_restarted_when_gone_and_stopped_when_idle(fresh_home, tmp_path):
     # Given socket folders left by servers that are gone: one of an earlier version (no owner) and one whose
     # owner died, and the folder of a live server that must stay

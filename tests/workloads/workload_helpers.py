@@ -27,13 +27,14 @@ class Air:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         }
 
-    def __call__(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
+    def __call__(self, *args: str, timeout: float = 60, check: bool = False, cwd=None) -> subprocess.CompletedProcess:
         result = subprocess.run(
             [sys.executable, "-m", "jupyter_air.cli", *args],
             env=self.env,
             capture_output=True,
             text=True,
             timeout=timeout,
+            cwd=cwd,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"air {' '.join(args)} exited {result.returncode}: {result.stderr}")

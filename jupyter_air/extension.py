@@ -92,7 +92,10 @@ class JupyterAir(ExtensionApp):
         "work: 'auto' when this server runs on a node of the cluster, 'head-host:6379', or 'ray://head-host:10001' "
         "(Ray Client) for a remote head. Empty (the default): no cluster, Ray is never imported. Needs "
         f"`pip install 'jupyter-air[ray]'`. The environment variable {RAY_ADDRESS_ENV} overrides this setting; the "
-        "server passes the address to its kernels and terminals in it.",
+        "server passes the address to its kernels and terminals in it. A cluster started with Ray's token "
+        "authentication (RAY_AUTH_MODE=token) needs RAY_AUTH_MODE=token and its token (~/.ray/auth_token, "
+        "RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN) in the server's environment, which kernels and terminals inherit; "
+        "the server warns when its cluster accepts calls without a token.",
     )
 
     job_check_interval_seconds = Float(

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from fake_pynvml import FakeGpu, FakeNvml
+from ray_cluster import LocalCluster, free_port  # at once: the environment Ray reads, before anything imports Ray
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -124,8 +125,6 @@ def ray_cluster(tmp_path_factory):
     """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client and running
     the job server on 127.0.0.1) and two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and
     simulated GPUs; every one is killed at the end."""
-    from ray_cluster import LocalCluster, free_port
-
     environment = {"AIR_HOME": str(tmp_path_factory.mktemp("cluster-home")), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
     cluster = LocalCluster(client_port=free_port(), environment=environment, dashboard=True)
     try:

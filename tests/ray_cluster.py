@@ -1,13 +1,16 @@
 """A Ray cluster on this machine's loopback for tests and benchmarks: nodes with fake GPUs, teardown by recorded PID.
 
 Import it before Ray: it sets the environment Ray reads when imported. Every node, and this process's
-driver, uses 127.0.0.1; Ray's temporary folder is a short private one (Unix socket paths are limited).
+driver, uses 127.0.0.1; Ray's temporary folder is a short private one (Unix socket paths are limited). Every
+cluster requires Ray's token (token authentication, a new token for each process that imports this module):
+this process, the nodes and what they start (kernels, ``air``, Ray workers) have it in their environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -18,6 +21,10 @@ import psutil
 # Without it Ray swaps 127.0.0.1 for the machine's interface address and connects there.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never report usage over the network
+# Without a token every local user can run code on the cluster as this user (tests/test_cluster_auth.py).
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 
 LOOPBACK = "127.0.0.1"
 #: Environment variables that mark processes a node actor started, and its guard.

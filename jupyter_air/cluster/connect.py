@@ -1,9 +1,10 @@
 """Joining the Ray cluster: a probe that names a bad address in seconds, then ``ray.init`` once per process.
 
 ``ray.init("host:1")`` retries for minutes (821 s measured) before it gives up, so the address is probed
-first: a TCP connection, then one gRPC call with a deadline. Rank and workload output never goes through
-Ray's log forwarding (``log_to_driver=False``, so Ray's de-duplication of repeated lines never applies):
-each process writes its own log file on its node, and the node's actor hands the new bytes to the driver.
+first: a TCP connection, then one gRPC call with a deadline, carrying Ray's token as Ray's own calls do
+(:mod:`.auth`). Rank and workload output never goes through Ray's log forwarding (``log_to_driver=False``,
+so Ray's de-duplication of repeated lines never applies): each process writes its own log file on its node,
+and the node's actor hands the new bytes to the driver.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import socket
 import threading
 import time
 
+from . import auth
 from .address import host_port, is_client
 from .errors import ClusterUnreachable
 
@@ -52,6 +54,8 @@ def connect(address: str) -> int:
                     "ray.shutdown() first (or pass the address that ray.init() used)"
                 )
         if not ray.is_initialized() or _joined["address"] is not None:
+            if address == "auto":
+                auth.follow_ray_for_auto()
             target = resolve(address)
             probe(address, target)  # before leaving the current cluster: a bad address leaves it as it was
             if ray.is_initialized():
@@ -126,12 +130,12 @@ def resolve(address: str) -> str:
 
 
 def probe(address: str, target: str, seconds: float = PROBE_SECONDS) -> None:
-    """Fail within ``seconds`` unless ``target`` answers as a Ray GCS (or a Ray Client server for ``ray://``)."""
+    """Fail within ``seconds`` unless ``target`` answers as a Ray GCS (or a Ray Client server for ``ray://``) to a
+    call that carries Ray's token when this process has one."""
     import grpc
 
     host, port = host_port(target)
-    client = is_client(target)
-    what = "Ray Client server" if client else "Ray head (GCS)"
+    what = "Ray Client server" if is_client(target) else "Ray head (GCS)"
     named = address if address == target else f"{address} ({target})"
     try:
         with socket.create_connection((host, port), timeout=seconds):
@@ -141,21 +145,47 @@ def probe(address: str, target: str, seconds: float = PROBE_SECONDS) -> None:
             f"cannot reach the {what} at {named}: {exc.strerror or exc}. Is the cluster running, and is this its "
             "head's address (GCS port 6379 by default; ray:// uses the client port, 10001 by default)?"
         ) from None
+    token = auth.metadata()
+    try:
+        _ask(target, token, seconds)
+    except grpc.RpcError as exc:
+        if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+            raise ClusterUnreachable(auth.refused(f"the {what} at {named}", sent=bool(token))) from None
+        raise ClusterUnreachable(
+            f"{named} answers TCP but not as a {what} ({exc.code().name} within {seconds:g} s): check the port "
+            "(the GCS port, 6379 by default; ray:// uses the client port, 10001 by default)"
+        ) from None
+
+
+def is_open(address: str) -> bool:
+    """True when the cluster at ``address`` answers a call that carries no token: then every local user of every
+    node, and anyone who reaches the nodes' addresses, can run code there as the cluster's user."""
+    import grpc
+
+    try:
+        _ask(resolve(address), (), PROBE_SECONDS)
+    except (grpc.RpcError, ClusterUnreachable):
+        return False
+    return True
+
+
+def _ask(target: str, metadata: tuple, seconds: float) -> None:
+    """One call to the GCS at ``target`` (its cluster ID), or a ping of the Ray Client server for ``ray://``."""
+    import grpc
+
+    host, port = host_port(target)
     channel = grpc.insecure_channel(f"{host}:{port}")
     try:
-        if client:
-            grpc.channel_ready_future(channel).result(timeout=seconds)
+        if is_client(target):
+            from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
+
+            ping = ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING)
+            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(ping, timeout=seconds, metadata=metadata)
         else:
             from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
             stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=seconds)
-    except (grpc.FutureTimeoutError, grpc.RpcError) as exc:
-        detail = exc.code().name if isinstance(exc, grpc.RpcError) else "no gRPC handshake"
-        raise ClusterUnreachable(
-            f"{named} answers TCP but not as a {what} ({detail} within {seconds:g} s): check the port "
-            "(the GCS port, 6379 by default; ray:// uses the client port, 10001 by default)"
-        ) from None
+            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=seconds, metadata=metadata)
     finally:
         channel.close()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -26,6 +27,8 @@ ANSWER_SECONDS = 1.0
 _NODES_SECONDS = 5.0
 #: A ``since`` later than any sample: the answer holds only the newest sample (what the overview shows).
 _LATEST_ONLY_MS = 2**62
+
+log = logging.getLogger(__name__)
 
 
 class NodeSampler(NodeAgent):
@@ -122,6 +125,7 @@ class ClusterGpu:
         self._server_node: str | None = None
         self._read_at = float("-inf")
         self._error: str | None = None
+        self._open_checked = False
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-ray")
 
     async def answer(self, node_id: str | None, since_ms: int | None, refresh: bool) -> tuple[dict, Snapshot, list]:
@@ -181,6 +185,9 @@ class ClusterGpu:
             self._error = str(exc)
             raise ClusterUnavailable(self._error) from None
         self._error = None
+        if not self._open_checked:
+            self._open_checked = True
+            self._warn_if_open()
         ray = ray_module()
         self._server_node = ray.get_runtime_context().get_node_id() if not ray.util.client.ray.is_connected() else None
         for entry in ray.nodes():
@@ -198,6 +205,19 @@ class ClusterGpu:
         for node_id, node in list(self._nodes.items()):
             if node.gone_since is not None and time.monotonic() - node.gone_since > self.history_seconds:
                 del self._nodes[node_id]
+
+    def _warn_if_open(self) -> None:
+        from jupyter_air.cluster.auth import HOW_TO_LOCK
+        from jupyter_air.cluster.connect import is_open
+
+        if is_open(self.address):
+            log.warning(
+                "The Ray cluster at %s accepts calls without a token: every local user of every node, and anyone "
+                "who reaches the nodes' addresses, can run code on it as the cluster's user and read what its jobs "
+                "hold (tokens in their environment included). To lock it, %s.",
+                self.address,
+                HOW_TO_LOCK,
+            )
 
     def _start_sampler(self, ray, node_id: str, index: int):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from jupyter_air.tracking.lifecycle import RunStopped
 
-#: Frames from these folders are jupyter_air's or the shell's own, not the user's.
-_HIDDEN = (str(Path(__file__).resolve().parents[1]), "/IPython/", "/ipykernel/")
+#: Frames from these folders are jupyter_air's or the shell's own, not the user's ("<string>": methods that
+#: dataclasses generate).
+_HIDDEN = (str(Path(__file__).resolve().parents[1]), "/IPython/", "/ipykernel/", "<string>")
 _HIDDEN_NOTE = (
     "(jupyter_air's own frames are hidden; `import sys, traceback; traceback.print_exception(sys.last_value)` "
     "shows every frame)"

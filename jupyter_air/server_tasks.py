@@ -13,12 +13,16 @@ UI_CHECK_SECONDS = 1.0
 
 
 class JobChecks:
-    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone."""
+    """Every ``interval_seconds``, on a worker thread: fail the jobs under AIR_HOME whose supervisor is gone.
+
+    The one place a server does it (the panel's reads never do); the `air` command does it where no server runs.
+    """
 
     def __init__(self, interval_seconds: float, log: logging.Logger):
         self.log = log
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
         self._running: Future | None = None
+        self._store = None  # the JobStore of AIR_HOME, opened once its database exists
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
 
     def start(self) -> None:
@@ -35,11 +39,16 @@ class JobChecks:
 
     def _reap(self) -> None:
         from .home import air_home_path
-        from .workloads.control import reap_if_any
+        from .workloads.control import reap
+        from .workloads.store import JobStore
 
         home = air_home_path()
         try:
-            for job_run_id in reap_if_any(home):
+            if self._store is None or self._store.home != home:
+                if not (home / "jobs.db").exists():
+                    return  # no job ever ran here: nothing to check, and nothing created
+                self._store = JobStore(home)
+            for job_run_id in reap(self._store):
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
         except Exception:  # a broken job database must not stop the checks
             self.log.exception("jupyter_air: checking the jobs under %s failed.", home)

@@ -1,5 +1,8 @@
 """The `air` jobs of one AIR_HOME as the Experiment panel shows them: the CLI's JSON shapes, each attempt's link,
 logs read by byte offset, cancel. Knows nothing of HTTP; blocking (SQLite, processes): call it off the event loop.
+
+It never fails a job whose supervisor died: the server's periodic check does (``server_tasks.JobChecks``), so
+reading the jobs stays a read.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from jupyter_air.cli.output import job_detail, job_summary
 from jupyter_air.tracking.links import page_links, ui_fragment
 from jupyter_air.tracking.store import is_remote, tracking_uri
 
-from .control import cancel, reap
+from .control import cancel
 from .logs import OUTPUT, node_dir, read_chunk
 from .store import Attempt, Job, JobStore
 
@@ -47,7 +50,6 @@ class JobsView:
         store = self._store()
         if store is None:
             return {"jobs": []}
-        reap(store)
         return {"jobs": [self._summary(job) for job in store.list(active_only=False, limit=limit)]}
 
     def get(self, job_run_id: str) -> dict:
@@ -97,8 +99,6 @@ class JobsView:
 
     def _job(self, job_run_id: str) -> Job:
         store = self._store()
-        if store is not None:
-            reap(store)
         job = store.get(job_run_id) if store is not None else None
         if job is None:
             raise JobNotFound(

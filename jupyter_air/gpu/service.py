@@ -7,10 +7,12 @@ lists every node under ``nodes``.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
+from .history import Sample
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
 
@@ -28,6 +30,7 @@ class GpuService:
         self.session_manager = session_manager
         self.cluster = cluster
         self.node = socket.gethostname()
+        self._rows: tuple[tuple, asyncio.Future] | None = None  # the latest process rows, by what they name
 
     async def snapshot(self, since: int | None = None, node: str | None = None) -> dict:
         """The payload of ``GET /jupyter-air/gpu``; resumes a stopped sampler with a fresh sample first."""
@@ -108,23 +111,41 @@ class GpuService:
                 "memory_used_bytes": [s.host.memory_used_bytes for s in snap.samples],
                 "memory_total_bytes": latest.host.memory_total_bytes if latest is not None else None,
             },
-            "processes": await self._processes(latest.reading.processes, local) if latest is not None else [],
+            "processes": await self._processes(latest, local) if latest is not None else [],
         }
 
-    async def _processes(self, processes, local: bool) -> list[dict]:
-        """Rows of GPU processes; on this server's node, each names its kernel and notebook when it has one."""
-        if not processes:
-            return []
-        kernel_pids, kernel_paths = {}, {}
-        if local and self.kernel_manager is not None:
+    async def _processes(self, latest: Sample, local: bool) -> list[dict]:
+        """Rows of the sample's GPU processes; on this server's node, each names its kernel and notebook when it
+        has one.
+
+        Naming reads /proc for every ancestor of every process: it is done once per sample and set of kernels,
+        off the event loop, and shared by every request until the next sample.
+        """
+        processes = latest.reading.processes
+        kernel_pids = self._kernel_pids() if local and processes else {}
+        if not kernel_pids:
+            return attribute(processes, {}, {})
+        key = (latest.timestamp_ms, tuple(processes), tuple(sorted(kernel_pids.items())))
+        rows = self._rows
+        if rows is None or rows[0] != key or (rows[1].done() and (rows[1].cancelled() or rows[1].exception())):
+            self._rows = rows = (key, asyncio.ensure_future(self._attribute(processes, kernel_pids)))
+        return await asyncio.shield(rows[1])
+
+    def _kernel_pids(self) -> dict[int, str]:
+        kernel_pids = {}
+        if self.kernel_manager is not None:
             for kernel_id in self.kernel_manager.list_kernel_ids():
                 pid = getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
                 if pid is not None:
                     kernel_pids[pid] = kernel_id
-        if self.session_manager is not None and kernel_pids:
+        return kernel_pids
+
+    async def _attribute(self, processes, kernel_pids: dict[int, str]) -> list[dict]:
+        kernel_paths = {}
+        if self.session_manager is not None:
             for session in await self.session_manager.list_sessions():
                 kernel_paths[session["kernel"]["id"]] = session.get("path")
-        return attribute(processes, kernel_pids, kernel_paths)
+        return await asyncio.get_running_loop().run_in_executor(None, attribute, processes, kernel_pids, kernel_paths)
 
 
 def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:

@@ -22,13 +22,11 @@ from jupyter_air.tracking.store import sqlite_path
 
 #: Answers kept per cache (the latest queries; the least recently asked is dropped first).
 MAX_KEPT = 32
-#: Seconds a SQLite store may stay locked by a writer before a look gives up (and the caller searches).
-_BUSY_SECONDS = 5.0
 
 
 class StoreVersion:
     """A value that differs whenever anything was committed to a SQLite store since the last look, by any process;
-    None for other stores, and when the file cannot be read."""
+    None for other stores, and when it cannot be told at once (the file missing, a writer committing)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -36,7 +34,9 @@ class StoreVersion:
         self._file: tuple | None = None  # (path, device, inode) the connection reads
         self._opened = 0  # connections opened so far: values of two connections never compare equal
 
-    def __call__(self, uri: str) -> tuple[int, int] | None:
+    def __call__(self, uri: str, wait: bool = True) -> tuple[int, int] | None:
+        """The store's version; with ``wait=False`` (on the event loop) None rather than open the file or wait for
+        another thread's look."""
         path = sqlite_path(uri)
         if path is None:
             return None
@@ -45,18 +45,23 @@ class StoreVersion:
         except OSError:
             return None
         file = (str(path), stat.st_dev, stat.st_ino)
-        with self._lock:
-            try:
-                if file != self._file:  # another store, or the file was replaced
-                    self._close()
-                    self._db = sqlite3.connect(
-                        f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=_BUSY_SECONDS, check_same_thread=False
-                    )
-                    self._file, self._opened = file, self._opened + 1
-                return self._opened, self._db.execute("PRAGMA data_version").fetchone()[0]
-            except sqlite3.Error:
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
+            if file != self._file:  # another store, or the file was replaced
+                if not wait:
+                    return None
                 self._close()
-                return None
+                self._db = sqlite3.connect(
+                    f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=0, check_same_thread=False
+                )
+                self._file, self._opened = file, self._opened + 1
+            return self._opened, self._db.execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:  # locked by a writer's commit (never waited for), or unreadable
+            self._close()
+            return None
+        finally:
+            self._lock.release()
 
     def _close(self) -> None:
         if self._db is not None:
@@ -109,6 +114,18 @@ class SharedAnswers:
         self._done(key, future, _Kept(version, started, answer))
         future.set_result(answer)
         return answer
+
+    def kept(self, uri: str, query: Hashable) -> Any | None:
+        """The kept answer to ``query`` when the store tells at once that nothing was committed since it was made;
+        None otherwise. Never waits nor searches: for the event loop, before ``get`` off it."""
+        version = self._version(uri, wait=False)
+        if version is None or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            kept = self._kept.get((uri, query))
+            return kept.answer if kept is not None and kept.version == version else None
+        finally:
+            self._lock.release()
 
     def _current(self, kept: _Kept, version: Hashable | None) -> bool:
         if version is not None:

@@ -98,17 +98,25 @@ class RunsQuery:
         since_ms: int | None = None,
         limit: int = DEFAULT_LIMIT,
         page_token: str | None = None,
-    ) -> dict:
+        wait: bool = True,
+    ) -> dict | None:
         """Runs started from the notebook (tag ``air.notebook_path`` equal to one of ``paths``, any experiment)
         and runs of its default experiment, newest first; with ``since_ms``, only those started at or after it
-        (a panel asks from the start of the oldest run it holds as running, or of its newest run)."""
+        (a panel asks from the start of the oldest run it holds as running, or of its newest run). ``wait=False``
+        never blocks (on the event loop): the kept answer if the store tells at once it is current, else None."""
         query = ("notebook", tuple(paths), since_ms, limit, page_token)
+        if not wait:
+            return self._answers.kept(_store_uri(), query)
         return self._answers.get(_store_uri(), query, lambda: self._notebook(paths, since_ms, limit, page_token))
 
-    def window(self, from_ms: int, to_ms: int) -> dict:
+    def window(self, from_ms: int, to_ms: int, wait: bool = True) -> dict | None:
         """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
-        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`)."""
-        return self._answers.get(_store_uri(), ("window", from_ms, to_ms), lambda: self._window(from_ms, to_ms))
+        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`); ``wait`` as
+        for ``notebook``."""
+        query = ("window", from_ms, to_ms)
+        if not wait:
+            return self._answers.kept(_store_uri(), query)
+        return self._answers.get(_store_uri(), query, lambda: self._window(from_ms, to_ms))
 
     def _notebook(self, paths: Sequence[str], since_ms: int | None, limit: int, page_token: str | None) -> dict:
         cursor = Cursor.decode(page_token)
@@ -206,8 +214,8 @@ def source_of(tags: dict[str, str]) -> str | None:
 
 
 def _store_uri() -> str:
-    """The server's tracking URI. Resolving AIR_HOME takes about 0.2 ms, as much as the rest of a poll that finds
-    nothing new: it is resolved once per value of the environment variables it depends on."""
+    """The server's tracking URI, resolved once per value of the variables it depends on (resolving AIR_HOME takes
+    about 0.2 ms, more than the rest of a poll that finds nothing new)."""
     return _resolved_uri(os.environ.get("MLFLOW_TRACKING_URI"), os.environ.get("AIR_HOME"), os.environ.get("HOME"))
 
 

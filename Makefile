@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo dist test test-py test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo dist docs test test-py test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -32,7 +32,7 @@ frontend: node_modules/.air-stamp
 
 # The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`).
 $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
-	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray]"
+	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray,docs]"
 	jupyter labextension develop --overwrite .
 	touch $@
 
@@ -55,9 +55,14 @@ dist: install
 	jlpm build:prod
 	$(PY) -m build --no-isolation --outdir dist .
 
-# The linters first: a finding fails `make test` (and CI) before any suite runs.
+# The linters first: a finding fails `make test` (and CI) before any suite runs. Then the Python tests beside the
+# others (each target's output shown whole once it ends).
 test: install chromium
-	$(MAKE) lint test-py test-js test-ui test-dist
+	$(MAKE) lint
+	$(MAKE) -j 2 --output-sync=target test-py test-other
+
+test-other: test-js test-dist docs
+	$(MAKE) test-ui
 
 lint: lint-py lint-js
 
@@ -66,14 +71,21 @@ lint-py:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# Two workers (the Ray tests all on one of them), then the tests that must run alone.
 test-py:
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m 'not gpu and not dist and not alone'
+	$(PY) -m pytest -q -m alone
 
 test-js:
 	jlpm test
 
-# Installs dist/'s wheel into a fresh venv outside the repository and checks it works there.
-test-dist: dist
+# The documentation site (Sphinx, MyST Markdown, the PyData theme) in docs/_build/html; any warning fails it.
+docs: install
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
+# Builds the wheel from a fresh clone of HEAD as `pip install git+...` does, installs it into a fresh venv outside
+# the repository and checks it works there.
+test-dist: install
 	$(PY) -m pytest -q -m dist
 
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).
@@ -89,4 +101,4 @@ bench: install
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) node_modules lib jupyter_air/labextension ui-tests/node_modules *.tsbuildinfo
+	rm -rf $(VENV) node_modules lib jupyter_air/labextension ui-tests/node_modules *.tsbuildinfo docs/_build

@@ -10,6 +10,7 @@ except ImportError:  # a source checkout that was never built
 _LAZY = {
     "distributed": "jupyter_air.training",
     "DistributedError": "jupyter_air.training",
+    "attach": "jupyter_air.training",
     "load_ipython_extension": "jupyter_air.magics",
     "unload_ipython_extension": "jupyter_air.magics",
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
+import time
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
@@ -11,11 +11,14 @@ from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 from .cluster.address import RAY_ADDRESS_ENV, configured_address
 from .cluster.errors import BadAddress
 from .gpu.cluster import ClusterGpu
+from .gpu.idle import IdleHolders
 from .gpu.sampler import Sampler
 from .gpu.service import GpuService
 from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
+from .home import AirHomeError, air_home
+from .programs import path_first
 from .routes import handlers
-from .server_tasks import JobChecks, UiAutostart
+from .server_tasks import IdleHolderChecks, JobChecks, UiAutostart
 from .tracking.links import PUBLIC_URL_ENV
 
 
@@ -60,10 +63,11 @@ class JupyterAir(ExtensionApp):
     mlflow_ui_autostart = Bool(
         True,
         config=True,
-        help="Start the embedded MLflow UI in the background as soon as its SQLite store exists (when the server "
-        "starts, or within a second of the first run creating it), so run links open at once. False starts "
-        "it on the first visit to {base_url}mlflow/ instead (10-20 s), saving its memory (about 200 MB) "
-        "until then.",
+        help="Start the embedded MLflow UI (AIR_HOME's resident MLflow server, shared with kernels and `air`) in the "
+        "background as soon as its SQLite store exists (when the server starts, or within a second of the first "
+        "run creating it), and keep it up while this server runs, so run links open at once and kernels find it. "
+        "False starts it on the first visit to {base_url}mlflow/ instead (10-20 s) unless a kernel or `air` "
+        "started it already; it then stops after AIR_MLFLOW_IDLE_SECONDS (default 1800) without a request.",
     )
     public_url = Unicode(
         "",
@@ -94,12 +98,38 @@ class JupyterAir(ExtensionApp):
     job_check_interval_seconds = Float(
         5.0,
         config=True,
-        help="Seconds between two checks that the supervisors of running `air` jobs under AIR_HOME are alive; "
-        "a job whose supervisor died (killed, out of memory) is marked FAILED, its workload stopped and its "
-        "MLflow run ended within this time. 0 turns the check off (the next `air` command still does it).",
+        help="Seconds between two checks that the supervisors of running `air` jobs and the kernels of notebook runs "
+        "under AIR_HOME are alive; a job whose supervisor died (killed, out of memory) is marked FAILED, its workload "
+        "stopped and its MLflow run ended, and a run whose kernel died is ended FAILED, within this time. 0 turns "
+        "the check off (the next `air` command still checks jobs).",
     )
 
-    @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds")
+    idle_holder_minutes = Float(
+        30.0,
+        min=0.0,
+        config=True,
+        help="Minutes after which a kernel that executed nothing, while holding at least idle_holder_min_memory_mib "
+        "on a GPU that stayed at 0 % utilization, is an idle GPU holder: listed by GET "
+        "{base_url}jupyter-air/gpu/idle-holders, marked in the GPU panel, and announced by JupyterLab with Shut down "
+        "and Restart actions. Fractions work (0.5 = 30 s). 0 turns the check off.",
+    )
+    idle_holder_min_memory_mib = Float(
+        1024.0,
+        min=0.0,
+        config=True,
+        help="MiB of GPU memory a kernel (with its child processes) must hold on one GPU to count as an idle GPU "
+        "holder (default 1024: a CUDA context alone takes about 300-500 MiB).",
+    )
+    idle_holder_check_seconds = Float(
+        60.0,
+        config=True,
+        help="Seconds between two idle GPU holder checks. They run whether or not a GPU panel is open: while the "
+        "panel samples, a check reuses its samples; once sampling stopped as idle, a check reads NVML once itself "
+        "(utilization, memory and processes of each GPU) and sampling stays stopped. A GPU's utilization counts "
+        "as 0 % only when every look at it (samples or checks) saw 0 %.",
+    )
+
+    @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds", "idle_holder_check_seconds")
     def _positive(self, proposal):
         if proposal["value"] <= 0:
             raise TraitError(
@@ -116,8 +146,10 @@ class JupyterAir(ExtensionApp):
 
     def initialize_settings(self) -> None:
         kind, count = self._source_kind(), simulated_gpus(self.simulated_gpus)
-        # Kernels and terminals started by this server inherit its choice: one source everywhere.
+        # Kernels and terminals started by this server inherit its choice: one source everywhere. They also find
+        # this environment's `python`, `air` and `torchrun` first, activated or not.
         os.environ[SOURCE_ENV], os.environ[SIMULATED_GPUS_ENV] = kind, str(count)
+        os.environ["PATH"] = path_first(os.environ.get("PATH"))
         if self.public_url:
             os.environ[PUBLIC_URL_ENV] = self.public_url
         self.sampler = Sampler(
@@ -127,12 +159,28 @@ class JupyterAir(ExtensionApp):
             idle_timeout_seconds=self.idle_timeout_seconds,
         )
         self.cluster = self._cluster(kind, count)
+        self.idle_holders = IdleHolders(self.idle_holder_minutes, self.idle_holder_min_memory_mib, time.time())
         service = GpuService(
-            self.sampler, self.serverapp.kernel_manager, self.serverapp.session_manager, cluster=self.cluster
+            self.sampler,
+            self.serverapp.kernel_manager,
+            self.serverapp.session_manager,
+            cluster=self.cluster,
+            idle_holders=self.idle_holders,
         )
         self.settings["jupyter_air_gpu"] = service
         self.sampler.start()
         self._tasks = []
+        if self.idle_holders.enabled:
+            self._tasks.append(
+                IdleHolderChecks(
+                    self.idle_holders,
+                    self.sampler,
+                    self.serverapp.kernel_manager,
+                    self.serverapp.session_manager,
+                    self.idle_holder_check_seconds,
+                    self.log,
+                )
+            )
         if self.job_check_interval_seconds > 0:
             self._tasks.append(JobChecks(self.job_check_interval_seconds, self.log))
         self._start_mlflow_ui()
@@ -156,20 +204,28 @@ class JupyterAir(ExtensionApp):
         )
 
     def _start_mlflow_ui(self) -> None:
-        """The embedded MLflow UI of this server: on first use, or in the background once its store exists."""
-        from .tracking.proxy import socket_path, ui_environment
+        """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
+        store exists. Socket folders that dead servers left behind are removed now."""
+        from .tracking.resident import remove_stale_folders
         from .tracking.ui_process import MlflowUi
 
-        self.mlflow_socket = socket_path()
-        self.mlflow_ui = MlflowUi(self.mlflow_socket, ui_environment(), self.log)
+        for folder in remove_stale_folders():
+            self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
+        self.mlflow_ui = MlflowUi(self.log)
+        try:
+            air_home()
+            usable = True
+        except AirHomeError as err:  # the rest of the extension works; the UI's first visit says why it cannot
+            self.log.error("jupyter_air: %s The MLflow UI cannot start until then.", err)
+            usable = False
         self.settings["jupyter_air_mlflow_ui"] = self.mlflow_ui
-        if self.mlflow_ui_autostart:
+        if self.mlflow_ui_autostart and usable:
             self._tasks.append(UiAutostart(self.mlflow_ui))
 
     def initialize_handlers(self) -> None:
         from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
 
-        self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers(self.mlflow_socket))
+        self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers())
 
     async def stop_extension(self) -> None:
         self.sampler.stop()
@@ -177,5 +233,4 @@ class JupyterAir(ExtensionApp):
             self.cluster.close()
         for task in self._tasks:
             task.stop()
-        await self.mlflow_ui.stop()
-        shutil.rmtree(self.mlflow_socket.parent, ignore_errors=True)
+        # AIR_HOME's MLflow server is not this server's: kernels and `air` use it too; it stops once idle.

@@ -11,6 +11,9 @@ from tornado.ioloop import IOLoop
 from . import __version__
 from .gpu.service import GpuService, NoSuchNode
 
+#: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.
+MAX_EPOCH_MS = 253_402_300_799_999
+
 
 class BaseHandler(APIHandler):
     """Parses query arguments and answers errors as ``{"message": ...}`` JSON, in one place."""
@@ -36,12 +39,13 @@ class BaseHandler(APIHandler):
             parsed = int(value)
         except ValueError:
             parsed = -1
-        if parsed < 0:
+        if not 0 <= parsed <= MAX_EPOCH_MS:
             raise tornado.web.HTTPError(
                 400,
-                "Query parameter %r must be a non-negative integer epoch time in milliseconds "
-                "(e.g. %s=1764420000000), got %r.",
+                "Query parameter %r must be a non-negative integer epoch time in milliseconds, at most %d (the "
+                "end of the year 9999), e.g. %s=1764420000000; got %r.",
                 name,
+                MAX_EPOCH_MS,
                 name,
                 value[:100],
             )
@@ -64,18 +68,52 @@ class BaseHandler(APIHandler):
 
 
 class GpuHandler(BaseHandler):
+    """``GET gpu[?since=][&node=]``: the GPU history the server holds, columnar; with ``since``, only the newer
+    samples; with ``node``, that Ray node's."""
+
     @tornado.web.authenticated
     async def get(self) -> None:
         await self.answer(self.gpu.snapshot)
 
 
 class GpuRefreshHandler(BaseHandler):
+    """``POST gpu/refresh[?since=][&node=]``: take a sample now (resuming sampling after idleness), answered like
+    ``GET gpu``."""
+
     @tornado.web.authenticated
     async def post(self) -> None:
         await self.answer(self.gpu.refresh)
 
 
+class IdleHoldersHandler(BaseHandler):
+    """``GET gpu/idle-holders``: the kernels of this server sitting idle on GPU memory, as the last idle-holder
+    check found them (``c.JupyterAir.idle_holder_minutes``); reading it never resumes GPU sampling."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.gpu.idle()))
+
+
+class HeldNodesReleaseHandler(BaseHandler):
+    """``POST gpu/held-nodes/<pid>/release``: ask the process (a notebook's kernel) that keeps Ray nodes for its
+    next call to free them now, as ``release_nodes()`` in it would; it does within a second, busy or not. 404 when
+    that process keeps no nodes."""
+
+    @tornado.web.authenticated
+    async def post(self, pid: str) -> None:
+        from .cluster.held import request_release
+
+        if not await IOLoop.current().run_in_executor(None, request_release, int(pid)):
+            raise tornado.web.HTTPError(
+                404, "Process %s keeps no Ray nodes (they were freed, or it is gone): nothing to release.", pid
+            )
+        self.finish(json.dumps({"pid": int(pid), "release_requested": True}))
+
+
 class VersionHandler(BaseHandler):
+    """``GET version``: the server extension's version, so the panel can tell "server extension missing" from "no
+    GPU", and a server not restarted after an upgrade."""
+
     @tornado.web.authenticated
     def get(self) -> None:
         self.finish(json.dumps({"version": __version__}))
@@ -90,9 +128,13 @@ class RunOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     async def get(self, run_id: str) -> None:
+        from .home import AirHomeError, UnusableDatabase
         from .tracking.links import run_page
 
-        target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
+        try:
+            target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
+        except (UnusableDatabase, AirHomeError) as err:
+            raise tornado.web.HTTPError(503, "%s", str(err)) from None
         if target is None:
             raise tornado.web.HTTPError(404, f"No MLflow run {run_id} in this server's tracking store.")
         self.redirect(target)
@@ -112,17 +154,25 @@ class RunStopHandler(BaseHandler):
     """``POST jupyter-air/runs/<run_id>/stop``: ask the kernel (or script) running the run to stop it.
 
     The request is recorded for the running process to see (it never waits for a busy kernel); the run
-    then ends KILLED with every worker stopped. 409 when no live process of this user runs it.
+    then ends KILLED with every worker stopped; a remote call's run (``remote=True``) stops by canceling its job.
+    409 when no live process of this user runs it, or when it runs in an attempt of an ``air`` job (cancel the job
+    instead, or it would retry).
     """
 
     @tornado.web.authenticated
     async def post(self, run_id: str) -> None:
-        from .tracking.stops import request_stop
+        from .tracking.stops import PartOfJob, request_stop
 
         try:
             requested = await IOLoop.current().run_in_executor(None, request_stop, run_id)
         except ValueError as exc:
             raise tornado.web.HTTPError(400, "%s", str(exc)) from None
+        except PartOfJob as exc:
+            raise tornado.web.HTTPError(409, "%s", str(exc)) from None
+        if not requested:  # a remote call's card: its job is what stops
+            from .training.remote import cancel_run
+
+            requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
         if not requested:
             raise tornado.web.HTTPError(
                 409,

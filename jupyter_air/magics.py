@@ -1,6 +1,8 @@
-"""IPython magics: ``%%air_distributed``, ``%%air_run`` and ``%air_gpu`` (``%load_ext jupyter_air``)."""
+"""IPython magics (``%load_ext jupyter_air``): ``%%air_distributed``, ``%%air_run``, ``%air_attach``, ``%air_gpu``."""
 
 from __future__ import annotations
+
+import os
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -62,17 +64,37 @@ class AirMagics(Magics):
             (source, filename, namespace),
             {},
             options,
-            source="magic",
+            source="distributed",  # the panel lists it with .distributed() calls; "magic" is %%air_run
             name="air_distributed cell",
             params=scalar_params(namespace),
         )
-        returned = results[0]
+        self._take_cell_values(results[0])
+
+    def _take_cell_values(self, returned: dict) -> None:
+        """The names an ``%%air_distributed`` cell assigned on rank 0, into the notebook."""
         self.shell.user_ns.update(returned["values"])
         if returned["values"]:
             print(f"Returned from rank 0: {', '.join(sorted(returned['values']))}")
         if returned["unpicklable"]:
             kept = ", ".join(f"{n} ({t})" for n, t in sorted(returned["unpicklable"].items()))
             print(f"Not returned (cannot be pickled; they stayed on the workers): {kept}")
+
+    @line_magic
+    def air_attach(self, line):
+        """Follow a remote call again (``%air_attach JOB_RUN_ID``, also from a new kernel), or show again a call of
+        this kernel (its MLflow run id): its card, then its results by rank (an ``%%air_distributed`` cell's names
+        come back into the notebook), or its DistributedError."""
+        from jupyter_air.training.cell import is_cell_result
+        from jupyter_air.training.remote import attach
+
+        target = _unquote(line.strip())
+        if not target:
+            raise UsageError("%air_attach: pass the job run id a remote call printed (job-...) or a call's run id")
+        results = attach(target)
+        if results and is_cell_result(results[0]):
+            self._take_cell_values(results[0])
+            return None
+        return results
 
     @magic_arguments()
     @run_options("experiment", "run_name", "log_system_metrics")
@@ -112,9 +134,12 @@ class AirMagics(Magics):
 
 
 def load_ipython_extension(ip) -> None:
-    """Register the magics (``%load_ext jupyter_air``) and prepare MLflow in the background."""
+    """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
+    works in a kernel of an environment that was never activated) and prepare MLflow in the background."""
+    from jupyter_air.programs import path_first
     from jupyter_air.warmup import warm_up
 
+    os.environ["PATH"] = path_first(os.environ.get("PATH"))
     ip.register_magics(AirMagics)
     warm_up("tracking")
 

@@ -1,4 +1,4 @@
-"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs, their logs and cancel.
+"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs.
 
 MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+from pathlib import Path
 
 import tornado.web
 from tornado.ioloop import IOLoop
@@ -51,9 +52,12 @@ class PanelHandler(BaseHandler):
         return parsed
 
     async def call(self, function, *args):
-        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message."""
+        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
+        workload that cannot be submitted: 400 with every problem in ``errors``), a database it cannot use
+        (damaged, a full disk) 503 naming the file and what to do."""
+        from .home import AirHomeError, UnusableDatabase
         from .tracking.runs_query import QueryError
-        from .workloads.jobs_view import JobNotFound, NotActive, OutOfRange
+        from .workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
         from .workloads.logs import BadOffset
 
         try:
@@ -62,8 +66,28 @@ class PanelHandler(BaseHandler):
             raise tornado.web.HTTPError(404, "%s", err.args[0]) from None
         except (QueryError, BadOffset) as err:
             raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
+        except SubmitError as err:
+            raise Refused(err.args[0], err.problems) from None
         except NotActive as err:
             raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
+        except (UnusableDatabase, AirHomeError) as err:
+            raise tornado.web.HTTPError(503, "%s", str(err)) from None
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, Refused):
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": exc.log_message % exc.args, "errors": exc.errors}))
+            return
+        super().write_error(status_code, **kwargs)
+
+
+class Refused(tornado.web.HTTPError):
+    """400 with every problem of a request listed in ``errors``."""
+
+    def __init__(self, message: str, errors: list[str]):
+        super().__init__(400, "%s", message)
+        self.errors = errors
 
 
 class RunsHandler(PanelHandler):
@@ -107,7 +131,8 @@ class RunsHandler(PanelHandler):
 
 
 class JobsHandler(PanelHandler):
-    """``GET jobs[?limit=]``: every `air` job run, newest first."""
+    """``GET jobs[?limit=]``: every `air` job run, newest first. ``POST jobs`` ``{"path": "<file>.yaml"}``: submit
+    the workload file at that path under the server's root, as ``air run -f`` does (201 with the new job)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -115,6 +140,32 @@ class JobsHandler(PanelHandler):
 
         limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         self.finish(json.dumps(await self.call(self.jobs.list, limit)))
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            body = None
+        path = body.get("path") if isinstance(body, dict) else None
+        if isinstance(path, str) and await self._hidden(path):
+            why = "it is hidden, and this server does not show hidden files (ContentsManager.allow_hidden)"
+            raise Refused(f"cannot run {path!r}: {why}", [f"{path!r}: {why}"])
+        root = Path(self.settings["server_root_dir"])
+        job = await self.call(self.jobs.submit, root, path)
+        self.set_status(201)
+        self.finish(json.dumps(job))
+
+    async def _hidden(self, path: str) -> bool:
+        """Whether the contents manager hides ``path`` from this server's users (a path outside the root is the
+        model's to refuse)."""
+        from jupyter_server.utils import ensure_async
+
+        manager = self.contents_manager
+        try:
+            return not manager.allow_hidden and await ensure_async(manager.is_hidden(path))
+        except tornado.web.HTTPError:
+            return False
 
 
 class JobHandler(PanelHandler):

@@ -57,11 +57,16 @@ def _carries(proc: psutil.Process, marker: Mapping[str, str]) -> bool:
 
 
 class ProcessTree:
-    """Every process started under ``roots`` (``(pid, start time)`` pairs) or carrying ``marker`` in its environment."""
+    """Every process started under ``roots`` (``(pid, start time)`` pairs) or carrying ``marker`` in its environment.
 
-    def __init__(self, roots: Iterable[Root] = (), marker: Mapping[str, str] | None = None):
+    ``below``: also every descendant of that process (not itself), looked up afresh at each scan: for a subreaper,
+    the orphans it adopted since included.
+    """
+
+    def __init__(self, roots: Iterable[Root] = (), marker: Mapping[str, str] | None = None, below: int | None = None):
         self.roots = list(roots)
         self.marker = dict(marker or {})
+        self.below = below
         self._seen: dict[int, psutil.Process] = {}
 
     def add_root(self, pid: int, started: float | None) -> None:
@@ -74,6 +79,10 @@ class ProcessTree:
         """
         me = os.getpid()
         sessions = set()
+        if self.below is not None:
+            with contextlib.suppress(psutil.Error):
+                for child in psutil.Process(self.below).children(recursive=True):
+                    self._remember(child)
         for pid, started in self.roots:
             if not is_alive(pid, started):
                 continue
@@ -156,12 +165,24 @@ def _signal(proc: psutil.Process, sig: int) -> None:
         proc.send_signal(sig)
 
 
-def become_subreaper() -> bool:
-    """Make orphaned descendants of this process its children rather than init's (Linux); False elsewhere."""
+def _prctl(option: int, value: int) -> bool:
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants of this process its children rather than init's (Linux); False elsewhere."""
+    return _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
+    """Have the kernel send ``sig`` to this process when the thread that forked it ends (Linux); exits at once when
+    ``parent`` is already gone (this process was re-parented before the request took effect)."""
+    _prctl(1, int(sig))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)

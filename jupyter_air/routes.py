@@ -6,6 +6,8 @@ from .handlers import (
     ExperimentOpenHandler,
     GpuHandler,
     GpuRefreshHandler,
+    HeldNodesReleaseHandler,
+    IdleHoldersHandler,
     ProxyRouteOffHandler,
     RunOpenHandler,
     RunStopHandler,
@@ -32,6 +34,8 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
     routes = [
         (f"/{NAMESPACE}/gpu", GpuHandler),
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
+        (f"/{NAMESPACE}/gpu/idle-holders", IdleHoldersHandler),
+        (rf"/{NAMESPACE}/gpu/held-nodes/([0-9]{{1,10}})/release", HeldNodesReleaseHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),

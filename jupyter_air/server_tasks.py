@@ -1,29 +1,41 @@
-"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, and
-starting the embedded MLflow UI once its store exists."""
+"""Background work of the server extension, off the event loop's way: failing jobs whose supervisor died, starting
+the embedded MLflow UI once its store exists (and keeping it up), finding kernels idle on GPU memory."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from tornado.ioloop import PeriodicCallback
 
-#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run.
+#: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
+#: between two looks at whether the UI still runs.
 UI_CHECK_SECONDS = 1.0
+#: Seconds between two reports of the same problem with the jobs under AIR_HOME while it lasts.
+REPEAT_SECONDS = 600
+#: Seconds between two health requests to the UI: far less than the shortest sensible idle stop.
+UI_KEEP_ALIVE_SECONDS = 60.0
 
 
 class JobChecks:
-    """Every ``interval_seconds``, on a worker thread: fail the jobs under AIR_HOME whose supervisor is gone.
+    """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, and end
+    the runs of kernels that died mid-run.
 
-    The one place a server does it (the panel's reads never do); the `air` command does it where no server runs.
+    The one place a server reaps jobs (the panel's reads never do); the `air` command does it where no server runs.
+    A problem that lasts (a damaged job database, a full disk) is logged once, in one line, then again every
+    :data:`REPEAT_SECONDS` while it lasts, and once more when the checks work again.
     """
 
     def __init__(self, interval_seconds: float, log: logging.Logger):
         self.log = log
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
         self._running: Future | None = None
-        self._store = None  # the JobStore of AIR_HOME, opened once its database exists
+        self._jobs = None  # the Jobs of AIR_HOME, kept: its job store stays open once the database exists
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+        self._problem: str | None = None
+        self._reported_at = 0.0
 
     def start(self) -> None:
         self._callback.start()
@@ -38,28 +50,51 @@ class JobChecks:
         self._running = self._executor.submit(self._reap)
 
     def _reap(self) -> None:
-        from .home import air_home_path
-        from .workloads.control import reap
-        from .workloads.store import JobStore
+        from .home import UnusableDatabase, air_home_path
+        from .tracking.stops import reap_dead_runs
+        from .workloads.jobs import Jobs
 
         home = air_home_path()
         try:
-            if self._store is None or self._store.home != home:
-                if not (home / "jobs.db").exists():
-                    return  # no job ever ran here: nothing to check, and nothing created
-                self._store = JobStore(home)
-            for job_run_id in reap(self._store):
+            if self._jobs is None or self._jobs.home != home:
+                self._jobs = Jobs(home)  # never creates the job database
+            for job_run_id in self._jobs.reap():
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
-        except Exception:  # a broken job database must not stop the checks
-            self.log.exception("jupyter_air: checking the jobs under %s failed.", home)
+            for run_id in reap_dead_runs(home):
+                self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
+            if (home / "jobs").is_dir():
+                from .training.call_runner import forget_old_results
+
+                for folder in forget_old_results(home / "jobs"):
+                    self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
+        except UnusableDatabase as err:  # a broken job database must not stop the checks, nor flood the log
+            self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
+        except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)
+            self._report(f"checking the jobs under {home} failed: {type(exc).__name__}: {exc}", traceback=True)
+        else:
+            if self._problem is not None:
+                self.log.info("jupyter_air: the jobs under %s are checked again.", home)
+                self._problem = None
+
+    def _report(self, problem: str, traceback: bool) -> None:
+        now = time.monotonic()
+        if problem == self._problem and now - self._reported_at < REPEAT_SECONDS:
+            return
+        self._problem, self._reported_at = problem, now
+        self.log.warning(
+            "jupyter_air: %s (said again in %d minutes if it lasts)", problem, REPEAT_SECONDS // 60, exc_info=traceback
+        )
 
 
 class UiAutostart:
-    """Starts the MLflow UI (``ui_process.MlflowUi``) as soon as its store exists, then stops looking."""
+    """Starts the MLflow UI (``ui_process.MlflowUi``, AIR_HOME's resident MLflow server) as soon as its store
+    exists, and keeps it up while this server runs: started again when gone, and asked for its health every
+    ``UI_KEEP_ALIVE_SECONDS`` so that it never stops as idle (kernels then find it at their first call)."""
 
     def __init__(self, ui):
         self.ui = ui
         self._callback = PeriodicCallback(self._check, UI_CHECK_SECONDS * 1000)
+        self._asked = 0.0
 
     def start(self) -> None:
         self._callback.start()
@@ -68,7 +103,76 @@ class UiAutostart:
         self._callback.stop()
 
     async def _check(self) -> None:
-        if self.ui.running:
-            self._callback.stop()
+        from .tracking.resident import idle_seconds
+
+        if not self.ui.running:
+            await self.ui.start_if_store_exists()
+        elif time.monotonic() - self._asked >= min(UI_KEEP_ALIVE_SECONDS, idle_seconds() / 3):
+            self._asked = time.monotonic()
+            await asyncio.to_thread(self.ui.server.answers)
+
+
+class IdleHolderChecks:
+    """Every ``interval_seconds``, whether or not a panel is open: which kernels sit idle on GPU memory
+    (:class:`~jupyter_air.gpu.idle.IdleHolders`). Kernels are read on the event loop; the GPUs off it, from the
+    sampler's samples while it samples, else by one reading of its own that leaves sampling stopped."""
+
+    def __init__(self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log):
+        self.holders = holders
+        self.sampler = sampler
+        self.kernel_manager = kernel_manager
+        self.session_manager = session_manager
+        self.log = log
+        self._last_ms: int | None = None
+        self._running = False
+        self._failing = False
+        self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+
+    def start(self) -> None:
+        self._callback.start()
+
+    def stop(self) -> None:
+        self._callback.stop()
+
+    async def _check(self) -> None:
+        if self._running:
             return
-        await self.ui.start_if_store_exists()
+        self._running = True
+        try:
+            kernels = await self._kernels()
+            await asyncio.to_thread(self._check_gpus, kernels)
+            if self._failing:
+                self.log.info("jupyter_air: the idle GPU holder check works again.")
+                self._failing = False
+        except Exception as exc:  # the check goes on; said once while it fails
+            if not self._failing:
+                self.log.warning("jupyter_air: the idle GPU holder check failed: %s", exc, exc_info=True)
+                self._failing = True
+        finally:
+            self._running = False
+
+    def _check_gpus(self, kernels) -> None:
+        samples = self.sampler.readings_since(self._last_ms)
+        if samples:
+            self._last_ms = samples[-1][0]
+        self.holders.check(samples, kernels, time.time())
+
+    async def _kernels(self) -> list:
+        from .gpu.idle import KernelView
+
+        sessions = await self.session_manager.list_sessions()
+        paths = {s["kernel"]["id"]: s.get("path") for s in sessions if s.get("kernel")}
+        views = []
+        for kernel_id in self.kernel_manager.list_kernel_ids():
+            kernel = self.kernel_manager.get_kernel(kernel_id)
+            activity = getattr(kernel, "last_activity", None)
+            views.append(
+                KernelView(
+                    kernel_id,
+                    getattr(getattr(kernel, "provisioner", None), "pid", None),
+                    paths.get(kernel_id),
+                    activity.timestamp() if activity is not None else time.time(),
+                    getattr(kernel, "execution_state", None) == "busy",  # "starting" until a client asks it
+                )
+            )
+        return views

@@ -1,9 +1,9 @@
 """Work done ahead in a kernel, so the first tracked call does not wait for it.
 
-When the magics load, MLflow is imported and the tracking store made ready on a background thread; our own
-calls wait for that thread rather than import MLflow beside it. When ``@distributed`` defines a call, the fork
-server that ranks start from is started: a separate process that imports torch, so the kernel itself never
-imports torch off its main thread (torch's import is not safe to run in two threads at once).
+When the magics load, AIR_HOME's resident MLflow server is started on a background thread unless it runs (the
+kernel reaches the store through its REST API and never imports MLflow for it). When ``@distributed`` defines a
+call, the fork server that runs the calls is started: a separate process that imports torch (the kernel never
+does).
 """
 
 from __future__ import annotations
@@ -42,15 +42,18 @@ def _prepare(part: str) -> None:
 
 
 def _tracking() -> None:
-    from jupyter_air.tracking.store import client
+    from jupyter_air.tracking import resident
+    from jupyter_air.tracking.store import sqlite_path, tracking_uri
 
-    client()  # imports MLflow, creates or migrates the store under its lock
+    uri = tracking_uri()
+    if uri == resident.embedded_uri() and sqlite_path(uri).is_file():  # a new store is made by the first call
+        resident.ensure(uri)  # does not wait for it to answer: a call that comes first uses MLflow's client
 
 
 def _launcher() -> None:
-    from jupyter_air.training.launch import start_fork_server
+    from jupyter_air.training.launcher import Launcher
 
-    start_fork_server()
+    Launcher.get()
 
 
 _STEPS = {"tracking": _tracking, "launcher": _launcher}

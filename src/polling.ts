@@ -14,13 +14,13 @@ export function pollFrequency(intervalMs: number): {
 
 /** Runs asynchronous requests one after another, never two at once. */
 export class RequestQueue {
-  run(fn: () => Promise<void>): Promise<void> {
+  run<T>(fn: () => Promise<T>): Promise<T> {
     const run = this._last.then(fn, fn);
     this._last = run.catch(() => undefined);
     return run;
   }
 
-  private _last: Promise<void> = Promise.resolve();
+  private _last: Promise<unknown> = Promise.resolve();
 }
 
 /** When a view was last used: the last pointer or keyboard activity, and since when it is hidden. */

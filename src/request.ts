@@ -10,18 +10,34 @@ export class RequestError extends Error {
   constructor(
     message: string,
     readonly kind: RequestErrorKind,
-    readonly status: number | null
+    readonly status: number | null,
+    /** Every problem the server listed (`errors` of its answer), e.g. each error of a workload file. */
+    readonly errors: string[] = []
   ) {
     super(message);
     this.name = 'RequestError';
   }
 }
 
+/** The `message` and `errors` of an error answer of the server extension (`{"message": ..., "errors": [...]}`). */
+function errorBody(data: unknown): { message: string | null; errors: string[] } {
+  const body = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const message = typeof body.message === 'string' ? body.message : null;
+  const errors = Array.isArray(body.errors)
+    ? body.errors.filter((e): e is string => typeof e === 'string')
+    : [];
+  return { message, errors };
+}
+
+/** The request seam of the models: `requestAPI` in the application, a fake server in unit tests. */
+export type Requester = <T>(endpoint: string, init?: RequestInit) => Promise<T>;
+
 /**
  * Call `{base_url}jupyter-air/<endpoint>` and return its JSON body.
  *
- * Rejects with a `RequestError`: kind `unavailable` for a network error or a 404
- * (server extension not installed or not enabled), kind `server` otherwise.
+ * Rejects with a `RequestError`: kind `unavailable` for a network error or a bare 404 (server
+ * extension not installed or not enabled), kind `server` otherwise, with the server's message (a
+ * 404 the extension answers with a message: a job, an attempt or a node it does not have).
  */
 export async function requestAPI<T>(
   endpoint = '',
@@ -41,7 +57,14 @@ export async function requestAPI<T>(
     );
   }
   const text = await response.text();
-  if (response.status === 404) {
+  let data: unknown = null;
+  try {
+    data = text.length > 0 ? JSON.parse(text) : null;
+  } catch {
+    data = undefined;
+  }
+  const { message, errors } = errorBody(data);
+  if (response.status === 404 && message === null) {
     throw new RequestError(
       'The jupyter_air server extension is not installed or not enabled on this server ' +
         `(${route} answered 404). ` +
@@ -50,24 +73,19 @@ export async function requestAPI<T>(
       404
     );
   }
-  let data: unknown = null;
-  if (text.length > 0) {
-    try {
-      data = JSON.parse(text);
-    } catch {
-      throw new RequestError(
-        `${route} answered ${response.status} with a body that is not JSON.`,
-        'server',
-        response.status
-      );
-    }
-  }
-  if (!response.ok) {
-    const detail = (data as { message?: string } | null)?.message ?? response.statusText;
+  if (data === undefined) {
     throw new RequestError(
-      `${route} answered ${response.status}: ${detail}`,
+      `${route} answered ${response.status} with a body that is not JSON.`,
       'server',
       response.status
+    );
+  }
+  if (!response.ok) {
+    throw new RequestError(
+      `${route} answered ${response.status}: ${message ?? response.statusText}`,
+      'server',
+      response.status,
+      errors
     );
   }
   return data as T;

@@ -12,6 +12,14 @@ from fake_pynvml import FakeGpu, FakeNvml
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (``--dist loadgroup``) the Ray tests run one after another on one worker: two Ray
+    clusters at once would share this machine's few cores."""
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def temp_working_directory(tmp_path_factory):
     """Run every test from a temp folder: what a library writes relative to the working directory (MLflow's
@@ -19,6 +27,18 @@ def temp_working_directory(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path_factory.mktemp("cwd"))
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def stop_resident_mlflow_servers(tmp_path_factory):
+    """AIR_HOME's MLflow server outlives whoever started it, by design: those of this session's AIR_HOMEs are
+    stopped at its end (and, should the session die first, they stop after 10 idle minutes)."""
+    from resident_servers import stop_all
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIR_MLFLOW_IDLE_SECONDS", os.environ.get("AIR_MLFLOW_IDLE_SECONDS", "600"))
+        yield
+        stop_all(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(autouse=True)
@@ -101,13 +121,13 @@ def gpu(jp_fetch):
 
 @pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory):
-    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client too) and
-    two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and simulated GPUs; every one is
-    killed at the end."""
+    """A Ray cluster on loopback for the session: a head (the driver's node, no GPU, serving Ray Client and running
+    the job server on 127.0.0.1) and two nodes with 2 fake GPUs each. Its processes see a temporary AIR_HOME and
+    simulated GPUs; every one is killed at the end."""
     from ray_cluster import LocalCluster, free_port
 
     environment = {"AIR_HOME": str(tmp_path_factory.mktemp("cluster-home")), "JUPYTER_AIR_GPU_SOURCE": "simulated"}
-    cluster = LocalCluster(client_port=free_port(), environment=environment)
+    cluster = LocalCluster(client_port=free_port(), environment=environment, dashboard=True)
     try:
         cluster.add_node()
         cluster.add_node()

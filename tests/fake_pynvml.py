@@ -40,6 +40,20 @@ class FakeGpu:
     lost_after: int | None = None  # raise GpuIsLost once this many utilization reads happened
     processes: list[tuple[int, int]] = field(default_factory=list)  # (pid, used bytes)
     reads: int = 0
+    energy_error: str | None = None  # an error name ("NotSupported": before Volta) makes the energy counter raise it
+    # The energy counter: millijoules at ``energy_since`` (as since the driver loaded), then the power integrated.
+    energy_mj: float = 7_200_000_000.0
+    energy_since: float = field(default_factory=time.monotonic)
+
+    def __setattr__(self, name, value):
+        if name == "power_milliwatts" and name in self.__dict__:  # the counter keeps what the old power added
+            self.__dict__["energy_mj"] = self.energy_millijoules()
+            self.__dict__["energy_since"] = time.monotonic()
+        super().__setattr__(name, value)
+
+    def energy_millijoules(self) -> float:
+        """What NVML's total energy counter reads now: constant power since the last change, integrated."""
+        return self.energy_mj + self.power_milliwatts * (time.monotonic() - self.energy_since)
 
 
 class FakeNvml(types.ModuleType):
@@ -126,6 +140,13 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetPowerUsage(self, handle):
         self._call("nvmlDeviceGetPowerUsage")
         return self._gpu(handle).power_milliwatts
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        self._call("nvmlDeviceGetTotalEnergyConsumption")
+        gpu = self._gpu(handle)
+        if gpu.energy_error:
+            raise ERRORS[gpu.energy_error]()
+        return int(gpu.energy_millijoules())
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         self._call("nvmlDeviceGetComputeRunningProcesses")

@@ -22,6 +22,10 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never report usage over
 LOOPBACK = "127.0.0.1"
 #: Environment variables that mark processes a node actor started, and its guard.
 AGENT_ENV, GUARD_ENV = "AIR_AGENT_ID", "AIR_AGENT_GUARD"
+#: Marks every process of a cluster's nodes (its folder), whatever Ray renames it to.
+CLUSTER_ENV = "AIR_TEST_RAY_CLUSTER"
+#: Tries to start one node (see LocalCluster._started).
+_NODE_TRIES = 3
 
 
 def free_port() -> int:
@@ -34,10 +38,14 @@ class LocalCluster:
     """A head node (1 CPU, no GPU: the driver's) plus worker nodes added with :meth:`add_node`.
 
     ``client_port``: also serve Ray Client (``ray://127.0.0.1:<port>``) from the head. ``environment``: variables
-    every node's processes (and so every actor) see, on top of this process's.
+    every node's processes (and so every actor) see, on top of this process's. ``dashboard``: also run the
+    dashboard with its job server (``dashboard_url``) on 127.0.0.1. The head's dashboard agent (where jobs run)
+    listens on ``agent_port``.
     """
 
-    def __init__(self, client_port: int | None = None, environment: dict[str, str] | None = None):
+    def __init__(
+        self, client_port: int | None = None, environment: dict[str, str] | None = None, dashboard: bool = False
+    ):
         from ray.cluster_utils import Cluster
 
         self.root = Path(tempfile.mkdtemp(prefix="air-ray-", dir="/tmp"))
@@ -46,18 +54,23 @@ class LocalCluster:
         os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
         self.pids: dict[int, float] = {}
         self.client_port = client_port
-        self.environment = dict(environment or {})
+        self.environment = {**(environment or {}), CLUSTER_ENV: str(self.root)}
+        self.agent_port = free_port()
+        web = {"dashboard_host": LOOPBACK, "dashboard_port": free_port()} if dashboard else {}
         with self._environment():
-            self.cluster = Cluster(
-                initialize_head=True,
-                head_node_args={
-                    "num_cpus": 1,
-                    "node_ip_address": LOOPBACK,
-                    "include_dashboard": False,
-                    "dashboard_agent_listen_port": free_port(),
-                    "temp_dir": str(self.temp_dir),
-                    **({"ray_client_server_port": client_port} if client_port else {}),
-                },
+            self.cluster = self._started(
+                lambda: Cluster(
+                    initialize_head=True,
+                    head_node_args={
+                        "num_cpus": 1,
+                        "node_ip_address": LOOPBACK,
+                        "include_dashboard": dashboard,
+                        **web,
+                        "dashboard_agent_listen_port": self.agent_port,
+                        "temp_dir": str(self.temp_dir),
+                        **({"ray_client_server_port": client_port} if client_port else {}),
+                    },
+                )
             )
         self._record(self.cluster.head_node)
 
@@ -65,19 +78,50 @@ class LocalCluster:
     def address(self) -> str:
         return self.cluster.address
 
+    @property
+    def dashboard_url(self) -> str:
+        return "http://" + self.cluster.head_node.address_info["webui_url"]
+
     def add_node(self, gpus: int = 2, cpus: int = 2, host: str | None = None):
         """A worker node with ``gpus`` fake GPUs; ``host`` labels it as another machine (``air.io/host``)."""
         labels = {"air.io/host": host} if host else None
         with self._environment():
-            node = self.cluster.add_node(
-                num_cpus=cpus,
-                num_gpus=gpus,
-                node_ip_address=LOOPBACK,
-                temp_dir=str(self.temp_dir),
-                **({"labels": labels} if labels else {}),
+            node = self._started(
+                lambda: self.cluster.add_node(
+                    num_cpus=cpus,
+                    num_gpus=gpus,
+                    node_ip_address=LOOPBACK,
+                    temp_dir=str(self.temp_dir),
+                    **({"labels": labels} if labels else {}),
+                )
             )
         self._record(node)
         return node
+
+    def _started(self, start):
+        """``start()`` of a node, tried again when Ray gave up on it: a raylet waits 15 s at most for its dashboard
+        agent, whose start can take longer on a loaded machine. The failed try's processes are killed first."""
+        for tries_left in range(_NODE_TRIES - 1, -1, -1):
+            try:
+                return start()
+            except Exception as exc:
+                _kill(self._strays())
+                if tries_left and "timed out during startup" in str(exc):
+                    continue
+                if not self.pids:  # not even the head started: nothing of this cluster is left
+                    shutil.rmtree(self.root, ignore_errors=True)
+                    if os.environ.get("RAY_TMPDIR") == str(self.root):
+                        del os.environ["RAY_TMPDIR"]
+                raise
+
+    def _strays(self) -> dict[int, float]:
+        """This cluster's processes that belong to no started node (those of a node that failed to start)."""
+        kept, found = _tree(self.pids), {}
+        for proc in psutil.process_iter():
+            with contextlib.suppress(psutil.Error):
+                if proc.pid not in kept and proc.environ().get(CLUSTER_ENV) == str(self.root):
+                    found[proc.pid] = proc.create_time()
+        return found
 
     @contextlib.contextmanager
     def _environment(self):
@@ -123,6 +167,7 @@ class LocalCluster:
             self.cluster.shutdown()
         finally:
             _kill(tree | _tree(self.pids))
+            _kill(self._strays())  # any left that Ray no longer counted as a node's (a node's agents, renamed)
             shutil.rmtree(self.root, ignore_errors=True)
             if os.environ.get("RAY_TMPDIR") == str(self.root):
                 del os.environ["RAY_TMPDIR"]

@@ -47,6 +47,7 @@ async def test_kernel_process_is_attributed_to_its_notebook(jp_fetch, jp_servera
             "used_memory_bytes": 3 << 30,
             "kernel_id": kernel_id,
             "path": "experiments/train.ipynb",
+            "idle_since_ms": None,  # not an idle holder: it has not been idle 30 minutes
         }
         assert rows[kernel_pid]["name"]
         assert rows[os.getpid()]["kernel_id"] is None and rows[os.getpid()]["path"] is None

@@ -73,16 +73,18 @@ def refused(jp_fetch):
 
 def distributed_call(run_name: str, experiment: str | None = None, metrics: dict | None = None):
     """A run created like ``.distributed()`` creates it (the same function and tags), ended FINISHED."""
+    from jupyter_air.tracking.store import client
     from jupyter_air.training import runs
 
     tags = {"air.source": "distributed", "air.function": "train", "air.gpus": "2", "air.world_size": "2"}
     run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
     with run:
         run.log_params({"lr": 0.1, "epochs": 3})
+        ranks = client()  # what the ranks log with: MLflow's client
         for step, value in enumerate((0.9, 0.5, 0.25)):
-            run.client.log_metric(run.run_id, "train_loss", value, step=step)
+            ranks.log_metric(run.run_id, "train_loss", value, step=step)
         for key, value in (metrics or {}).items():
-            run.client.log_metric(run.run_id, key, value)
+            ranks.log_metric(run.run_id, key, value)
     return run.run_id
 
 
@@ -283,6 +285,9 @@ async def test_no_store_yet_means_no_runs_and_nothing_created(jp_fetch, tmp_path
         ({"notebook": "a.ipynb", "limit": "0"}, "'limit' must be an integer from 1 to 1000"),
         ({"notebook": "a.ipynb", "limit": "ten"}, "'limit' must be an integer"),
         ({"notebook": "a.ipynb", "since": "-1"}, "'since' must be a non-negative integer"),
+        ({"notebook": "a.ipynb", "since": str(2**64)}, "'since' must be a non-negative integer"),
+        ({"from": "0", "to": str(2**63)}, "'to' must be a non-negative integer epoch time in milliseconds, at most"),
+        ({"from": "9" * 30, "to": "9" * 31}, "'from' must be a non-negative integer"),
         ({"notebook": "a.ipynb", "page_token": "not-a-token"}, "page_token 'not-a-token' is not one this server"),
     ],
 )

@@ -16,13 +16,32 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 // can run their browser tests side by side.
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
 
+/**
+ * AIR_HOME of the server with simulated GPUs, new for each test session: its layout spec records runs there
+ * for the charts. Made once, in the main process; the workers inherit the variable.
+ */
+process.env.JUPYTER_AIR_UI_SIMULATED_HOME ??= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'jupyter-air-ui-simulated-')
+);
+export const SIMULATED_AIR_HOME = process.env.JUPYTER_AIR_UI_SIMULATED_HOME;
+
+/** AIR_HOME of the Experiment panel's server, made the same way: its spec starts a job there as a terminal would. */
+process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME ??= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'jupyter-air-ui-')
+);
+export const EXPERIMENT_AIR_HOME = process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME;
+
 /** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
 export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
 export const LINKS_TOKEN = 'links-test-token';
 
 /** One JupyterLab server per project; `command` replaces `jlpm start`. */
 const SERVERS: { name: string; port: number; env: Record<string, string>; command?: string }[] = [
-  { name: 'simulated', port: PORT_BASE, env: { JUPYTER_AIR_GPU_SOURCE: 'simulated' } },
+  {
+    name: 'simulated',
+    port: PORT_BASE,
+    env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: SIMULATED_AIR_HOME }
+  },
   { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
   {
     name: 'no-server-extension',
@@ -53,10 +72,7 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
     // so that the charts show; runs and jobs in a new temp folder.
     name: 'experiment',
     port: PORT_BASE + 5,
-    env: {
-      JUPYTER_AIR_GPU_SOURCE: 'simulated',
-      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
-    }
+    env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: EXPERIMENT_AIR_HOME }
   },
   {
     // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).
@@ -66,6 +82,13 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
     env: {}
   }
 ];
+
+/**
+ * JUPYTER_AIR_UI_SERVERS=simulated,experiment starts only those servers (and their projects); by default every
+ * server starts, since Playwright starts all of `webServer` whatever projects are chosen.
+ */
+const CHOSEN = (process.env.JUPYTER_AIR_UI_SERVERS ?? '').split(',').filter(Boolean);
+const STARTED = SERVERS.filter(server => CHOSEN.length === 0 || CHOSEN.includes(server.name));
 
 const config: PlaywrightTestConfig = {
   ...baseConfig,
@@ -92,13 +115,13 @@ const config: PlaywrightTestConfig = {
       ]
     }
   },
-  projects: SERVERS.map(server => ({
+  projects: STARTED.map(server => ({
     name: server.name,
     // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
     testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
     use: { baseURL: `http://localhost:${server.port}` }
   })),
-  webServer: SERVERS.map(server => ({
+  webServer: STARTED.map(server => ({
     command: server.command ?? 'jlpm start',
     url: `http://localhost:${server.port}/lab`,
     env: {

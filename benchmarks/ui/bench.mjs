@@ -1,6 +1,6 @@
 // In-page part of the chart-update benchmark: times one poll's render of the panel's charts.
-import { GpuCharts, readTheme } from '/lib/charts.js';
-import { appendPayload, capHistory, emptyHistory } from '/lib/history.js';
+import { GpuCharts, readTheme } from '/lib/gpu/charts.js';
+import { appendPayload, capHistory, emptyHistory } from '/lib/gpu/history.js';
 
 const params = new URLSearchParams(location.search);
 const GPUS = Number(params.get('gpus') ?? 8);
@@ -45,8 +45,10 @@ async function run() {
   const history = emptyHistory(GPUS);
   appendPayload(history, payload(0, SAMPLES));
   let next = SAMPLES;
+  // The panel's words in English: what the charts' titles and legends are made of.
+  const trans = { __: (text, ...args) => args.reduce((s, arg, i) => s.replace(`%${i + 1}`, arg), text) };
   const make = () =>
-    new GpuCharts({ host, gpuCount: GPUS, theme: readTheme(host), width: host.clientWidth, windowMs: WINDOW_MS });
+    new GpuCharts({ host, gpuCount: GPUS, theme: readTheme(host), trans, width: host.clientWidth, windowMs: WINDOW_MS });
 
   // Baseline: re-creating the three uPlot charts on every poll.
   const recreate = [];

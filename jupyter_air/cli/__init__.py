@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -109,18 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
-    from jupyter_air.home import AirHomeError
+    from jupyter_air.home import AirHomeError, UnusableDatabase
 
     from . import commands
 
     try:
         return commands.dispatch(args)
     except CliError as err:
-        print(f"air {args.command}: error: {err}", file=sys.stderr)
-        return err.code
+        return _fail(args, str(err), err.code)
     except AirHomeError as err:
-        print(f"air {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return _fail(args, str(err), 2)
+    except UnusableDatabase as err:  # a damaged jobs.db or mlflow.db, a full disk: one line, never a traceback
+        return _fail(args, str(err), 1)
     except KeyboardInterrupt:
         print("\ninterrupted (a submitted job keeps running; `air cancel` stops it)", file=sys.stderr)
         return 130
@@ -128,3 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (e.g. `air logs ... | head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _fail(args: argparse.Namespace, message: str, code: int) -> int:
+    """Say what went wrong on stderr (and, with ``-o json``, as ``{"error", "exit_code"}`` on stdout)."""
+    print(f"air {args.command}: error: {message}", file=sys.stderr)
+    if getattr(args, "output", None) == "json":
+        print(json.dumps({"error": message, "exit_code": code}), flush=True)
+    return code

@@ -1,19 +1,19 @@
-"""The `air` subcommands: each turns parsed arguments into job-store and executor calls."""
+"""The `air` subcommands: each turns parsed arguments into calls of the one job path (``workloads.jobs``) and
+formats what it returns."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import getpass
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from jupyter_air.format import duration
-from jupyter_air.workloads.control import cancel, reap
-from jupyter_air.workloads.executor import executor_for
-from jupyter_air.workloads.store import ACTIVE, TERMINAL, Job, JobStore
+from jupyter_air.workloads.job_json import job_detail, job_summary
+from jupyter_air.workloads.jobs import JobNotFound, Jobs, SubmitError
+from jupyter_air.workloads.records import ACTIVE, TERMINAL, Job
 
 from . import CliError, output
 from .follow import emit, follow_attempt, latest_attempt, watch
@@ -24,96 +24,53 @@ _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user",
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run(args)
-    store = _store()
+    jobs = Jobs()
+    jobs.create()
+    jobs.reap()
     handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
-    return handler(store, args)
+    return handler(jobs, args)
 
 
-def _store() -> JobStore:
-    from jupyter_air.home import air_home
-
-    store = JobStore(air_home())
-    reap(store)
-    return store
-
-
-def _job(store: JobStore, job_run_id: str) -> Job:
-    job = store.get(job_run_id)
-    if job is None:
-        raise CliError(f"no job run {job_run_id!r} in {store.path}; `air list --all-status` lists them")
-    return job
+def _job(jobs: Jobs, job_run_id: str) -> Job:
+    try:
+        return jobs.get(job_run_id)
+    except JobNotFound:
+        raise CliError(f"no job run {job_run_id!r} in {jobs.store.path}; `air list --all-status` lists them") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    from jupyter_air.workloads.loader import WorkloadError, load_workload
-
+    jobs = Jobs()
     try:
-        resolved = load_workload(args.file, args.override)
-    except WorkloadError as err:
-        raise CliError(str(err), code=2) from None
-    spec = resolved.as_dict()
-    compute = resolved.workload.compute
-    scale = _scale(args, compute)
-    if scale.executor == "ray":
-        spec["compute"].update(num_nodes=scale.num_nodes, gpus_per_node=scale.gpus_per_node, ray_address=scale.address)
-    elif compute.num_accelerators or compute.accelerator_type:
-        from jupyter_air.workloads.gpus import check_compute, node_gpus
-
-        node = node_gpus()
-        problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
-        if problem:
-            raise CliError(f"invalid workload {args.file}:\n  {problem}", code=2)
-        if node.source == "simulated":
-            print(
-                "note: GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): "
-                "not real hardware",
-                file=sys.stderr,
-            )
+        resolved = jobs.resolve_file(args.file, tuple(args.override), args.ray_address)
+    except SubmitError as err:
+        raise CliError(str(err), code=err.code) from None
+    for note in resolved.notes:
+        print(f"note: {note}", file=sys.stderr)
     if args.dry_run:
         if args.output == "json":
-            output.print_json({"dry_run": True, "workload": spec})
+            output.print_json({"dry_run": True, "workload": resolved.workload})
         else:
             import yaml
 
-            print(yaml.safe_dump(spec, sort_keys=False).rstrip())
+            print(yaml.safe_dump(resolved.workload, sort_keys=False).rstrip())
         return 0
-    store = _store()
-    executor = executor_for(scale.executor)
-    from jupyter_air.tracking.store import tracking_uri
-
-    job = store.create_job(spec, str(resolved.source), getpass.getuser(), executor.name, tracking_uri())
-    executor.submit(store, job)
-    job = store.get(job.job_run_id)
+    jobs.reap()
+    try:
+        job = jobs.start(resolved)
+    except SubmitError as err:
+        raise CliError(str(err), code=err.code) from None
     if args.output == "json":
-        output.print_json(output.job_summary(job), compact=True)
+        output.print_json(job_summary(job), compact=True)
     else:
         print(job.job_run_id, flush=True)
         if not args.watch:
             print(f"follow it with: air logs {job.job_run_id} --follow", file=sys.stderr)
     if args.watch:
-        return watch(store, job, json_lines=args.output == "json")
+        return watch(jobs.store, job, json_lines=args.output == "json")
     return 0
 
 
-def _scale(args: argparse.Namespace, compute):
-    """This node, or the Ray cluster and its shape (exit 2 for a request that cannot be met as written)."""
-    from jupyter_air.cluster.errors import ClusterError
-    from jupyter_air.workloads.scale import ScaleError, plan
-
-    def local_gpus() -> int:
-        from jupyter_air.workloads.gpus import node_gpus
-
-        return len(node_gpus().gpus)
-
-    try:
-        return plan(compute, args.ray_address, local_gpus)
-    except ScaleError as err:
-        raise CliError(f"invalid workload {args.file}:\n  {err}", code=2) from None
-    except ClusterError as err:
-        raise CliError(str(err)) from None
-
-
-def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
+def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
     equal = {}
     for item in args.filter:
         key, sep, value = item.partition("=")
@@ -126,15 +83,18 @@ def list_jobs(store: JobStore, args: argparse.Namespace) -> int:
             if value not in ACTIVE + TERMINAL:
                 raise CliError(f"--filter {item!r}: status is one of {', '.join(ACTIVE + TERMINAL)}", 2)
         equal[_FILTERS[key]] = value
-    jobs = store.list(active_only=not args.all_status and "status" not in equal, limit=args.limit, **equal)
+    found = jobs.list(active_only=not args.all_status and "status" not in equal, limit=args.limit, **equal)
     if args.output == "json":
-        output.print_json([output.job_summary(j) for j in jobs])
+        output.print_json([job_summary(j) for j in found])
         return 0
-    if not jobs:
+    if not found:
         scope = "job runs match" if equal or args.all_status else "active job runs (--all-status shows ended ones)"
         print(f"no {scope}", file=sys.stderr)
         return 0
-    output.table(output.LIST_COLUMNS, [output.list_row(j) for j in jobs], status_column=2)
+    output.table(output.LIST_COLUMNS, [output.list_row(j) for j in found], status_column=2)
+    for job in found:  # what a pending job waits for, and who holds it (on stderr: the table stays parsable)
+        if job.status == "PENDING" and job.error:
+            print(f"{job.job_run_id}: {job.error}", file=sys.stderr)
     return 0
 
 
@@ -151,11 +111,11 @@ def _fresh_links(job: Job) -> str | None:
     return origin
 
 
-def get(store: JobStore, args: argparse.Namespace) -> int:
-    job = _job(store, args.job_run_id)
+def get(jobs: Jobs, args: argparse.Namespace) -> int:
+    job = _job(jobs, args.job_run_id)
     origin = _fresh_links(job)
     if args.output == "json":
-        output.print_json(output.job_detail(job))
+        output.print_json(job_detail(job))
         return 0
     spec = job.workload
     output.fields(
@@ -170,9 +130,10 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
             ("User", job.user),
             ("GPUs", output.gpus(job)),
             ("Nodes", output.nodes(job)),
+            ("Ray job", output.ray_job(job)),
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
-            ("Error", job.error or "-"),
-            ("Command", spec["command"]),
+            ("Waiting" if job.status == "PENDING" and job.error else "Error", job.error or "-"),
+            ("Command", spec.get("command") or f"({spec.get('kind', 'command')})"),
             ("Working directory", spec["code_source"]["root_path"]),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),
@@ -213,10 +174,10 @@ def get(store: JobStore, args: argparse.Namespace) -> int:
     return 0
 
 
-def logs(store: JobStore, args: argparse.Namespace) -> int:
-    from jupyter_air.workloads.logs import UnsafePath, download, node_dir, tail
+def logs(jobs: Jobs, args: argparse.Namespace) -> int:
+    from jupyter_air.workloads.logs import UnsafePath, download, tail
 
-    job = _job(store, args.job_run_id)
+    job = _job(jobs, args.job_run_id)
     if args.node is not None and args.node >= job.num_nodes:
         if job.num_nodes == 1:
             raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", 2)
@@ -233,7 +194,7 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
     json_lines = args.output == "json"
     node = args.node or 0
     if args.follow:
-        return follow_attempt(store, job, args.retry, node, args.tail, json_lines)
+        return follow_attempt(jobs.store, job, args.retry, node, args.tail, json_lines)
     attempt = latest_attempt(job) if args.retry is None else args.retry
     started = {a.attempt for a in job.attempts}
     if attempt is None or attempt not in started:
@@ -244,7 +205,7 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
         for index in nodes:
             try:
                 parts = (job.job_run_id, f"attempt_{attempt}", f"node_{index}")
-                path = download(node_dir(store.job_dir(job.job_run_id), attempt, index), Path(args.download_to), parts)
+                path = download(jobs.log_dir(job, attempt, index), Path(args.download_to), parts)
             except (UnsafePath, OSError) as err:
                 raise CliError(f"--download-to {args.download_to}: {err}") from None
             if json_lines:
@@ -254,24 +215,24 @@ def logs(store: JobStore, args: argparse.Namespace) -> int:
             else:
                 print(path)
         return 0
-    emit(tail(node_dir(store.job_dir(job.job_run_id), attempt, node), args.tail), node, attempt, json_lines)
+    emit(tail(jobs.log_dir(job, attempt, node), args.tail), node, attempt, json_lines)
     return 0
 
 
-def cancel_jobs(store: JobStore, args: argparse.Namespace) -> int:
+def cancel_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
     if args.all == bool(args.job_run_ids):
         raise CliError("name the job runs to cancel, or pass --all (not both)", 2)
-    jobs = store.list(active_only=True, limit=1_000_000) if args.all else [_job(store, i) for i in args.job_run_ids]
-    active = [j for j in jobs if j.active]
+    named = jobs.list(active_only=True, limit=1_000_000) if args.all else [_job(jobs, i) for i in args.job_run_ids]
+    active = [j.job_run_id for j in named if j.active]
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
-        done = dict(zip([j.job_run_id for j in active], pool.map(lambda j: cancel(store, j), active), strict=True))
-    results = [done.get(j.job_run_id, j) for j in jobs]
+        done = dict(zip(active, pool.map(jobs.cancel, active), strict=True))
+    results = [done.get(j.job_run_id, j) for j in named]
     if args.output == "json":
-        output.print_json([output.job_summary(j) for j in results])
+        output.print_json([job_summary(j) for j in results])
         return 0
     if not results:
         print("no active job runs to cancel", file=sys.stderr)
-    for before, after in zip(jobs, results, strict=True):
+    for before, after in zip(named, results, strict=True):
         note = after.status if before.active else f"not canceled: already {before.status}"
         print(f"{after.job_run_id}  {note}")
     return 0

@@ -7,7 +7,8 @@ import time
 
 from jupyter_air.workloads.control import reap
 from jupyter_air.workloads.logs import LogCursor, LogLine, node_dir
-from jupyter_air.workloads.store import Job, JobStore
+from jupyter_air.workloads.records import Job
+from jupyter_air.workloads.store import JobStore
 
 from . import output
 

@@ -1,4 +1,4 @@
-"""Rendering for `air`: the stable JSON shapes, and tables with colour only on a terminal."""
+"""Rendering for `air`: JSON (its shapes are ``workloads.job_json``'s), and tables with colour only on a terminal."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from jupyter_air.format import duration
-from jupyter_air.workloads.store import Job
+from jupyter_air.workloads.records import Job
 
 _STATUS_STYLE = {
     "PENDING": "yellow",
@@ -22,41 +22,6 @@ _STATUS_STYLE = {
     "KILLED": "magenta",
 }
 LIST_COLUMNS = ("RUN ID", "EXPERIMENT", "STATUS", "STARTED", "DURATION", "ATTEMPTS", "MLFLOW RUN", "USER", "GPUS")
-
-
-def job_summary(job: Job) -> dict[str, Any]:
-    """The JSON object of one job run in `list`, `run` and `cancel` (and the base of `get`)."""
-    latest = job.attempts[-1] if job.attempts else None
-    return {
-        "job_run_id": job.job_run_id,
-        "status": job.status,
-        "experiment_name": job.experiment_name,
-        "experiment_id": job.experiment_id,
-        "user": job.user,
-        "executor": job.executor,
-        "submitted_ms": job.submitted_ms,
-        "started_ms": job.started_ms,
-        "ended_ms": job.ended_ms,
-        "duration_seconds": job.duration_seconds,
-        "num_attempts": len(job.attempts),
-        "max_retries": job.max_retries,
-        "mlflow_run_id": latest.mlflow_run_id if latest else None,
-        "num_accelerators": job.num_accelerators,
-        "gpus": job.gpus,
-        "exit_code": job.exit_code,
-        "error": job.error,
-    }
-
-
-def job_detail(job: Job) -> dict[str, Any]:
-    """The JSON object of `air get`: the summary plus the node count, the workload and every attempt."""
-    return {
-        **job_summary(job),
-        "num_nodes": job.num_nodes,
-        "source": job.source,
-        "workload": job.workload,
-        "attempts": [a.to_json() for a in job.attempts],
-    }
 
 
 def print_json(data: Any, compact: bool = False) -> None:
@@ -82,6 +47,13 @@ def nodes(job: Job) -> str:
     """``1`` on this machine; ``2 (Ray cluster at <address>)`` on a cluster."""
     address = job.workload["compute"].get("ray_address")
     return f"{job.num_nodes} (Ray cluster at {address})" if address else str(job.num_nodes)
+
+
+def ray_job(job: Job) -> str:
+    """``RUNNING (submission <id> on <job server>)`` for a supervisor run as a Ray Job, else ``-``."""
+    if job.ray_job_url is None:
+        return "-"
+    return f"{job.ray_status or 'not known'} (submission {job.job_run_id} on {job.ray_job_url})"
 
 
 def list_row(job: Job) -> list[str]:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 from .errors import BadAddress
 
-#: Where kernels, terminals and the ``air`` command find the cluster; the Jupyter server exports its
-#: ``c.JupyterAir.ray_address`` to it, as it does its GPU source.
+#: The Ray cluster of multi-node work (``auto``, ``host:6379``, ``ray://host:10001``) for kernels, terminals and the
+#: ``air`` command; it overrides ``c.JupyterAir.ray_address``, which the Jupyter server exports to them in it.
 RAY_ADDRESS_ENV = "AIR_RAY_ADDRESS"
 CLIENT_SCHEME = "ray://"
 _HOST_PORT = re.compile(r"^(?:ray://)?(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.\-]+):(\d{1,5})$")

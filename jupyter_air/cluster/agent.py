@@ -1,4 +1,5 @@
-"""The base of every per-node actor: it marks what it starts, has it guarded, and says where it runs."""
+"""The base of every per-node actor: it marks what it starts, has it guarded, says where it runs, and speaks the
+protocol of the one node-run driver (:mod:`~jupyter_air.cluster.node_run`)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,17 @@ from .hosts import host_of
 AGENT_ENV = "AIR_AGENT_ID"
 #: Most bytes of one file handed over by one read (a rank that prints a lot catches up over a few polls).
 READ_LIMIT_BYTES = 1 << 20
+#: Seconds between two looks at the work while a driver waits for it to end.
+_WAIT_STEP_SECONDS = 1.0
 
 
 class NodeAgent:
     """State every per-node actor shares; subclasses add what the actor does on its node.
 
     Made by :meth:`~jupyter_air.cluster.placement.NodeGroup.place` (or ``ray.remote`` for one node): the
-    first argument is the actor's index in its group.
+    first argument is the actor's index in its group. A subclass that runs work for the driver adds ``start(...)``,
+    ``poll(offsets) -> {"chunks": {name: bytes}, "running": bool, "failed": bool, ...}``, ``stop(grace_seconds)``,
+    ``running()`` and ``join(timeout)``; :meth:`wait`, :meth:`reserve_port` and :meth:`sample_metrics` are shared.
     """
 
     def __init__(self, index: int):
@@ -33,6 +38,8 @@ class NodeAgent:
         self.folder = Path(tempfile.mkdtemp(prefix="air-agent-"))
         self.marker = {AGENT_ENV: self.agent_id}
         self._guard = guard.start(self.marker, self.folder)
+        self._held: socket.socket | None = None
+        self._metrics = None
         raylet = guard.raylet_pid()
         self._raylet = (raylet, procs.start_time(raylet))
         os.environ.update(self.marker)  # inherited by every process started from now on
@@ -56,6 +63,50 @@ class NodeAgent:
         """True while this node's raylet runs: an actor outlives a dead raylet by a few seconds (until its
         guard kills it), and its node is lost all the same."""
         return procs.is_alive(*self._raylet)
+
+    def reserve_port(self, host: str) -> int:
+        """Node 0: a port on ``host`` (this node's address) for the work's rendezvous, held bound here until
+        :meth:`release_port` (just before the work that listens on it starts), so nothing else takes it."""
+        self.release_port()
+        self._held = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self._held.bind((host, 0))
+        return self._held.getsockname()[1]
+
+    def release_port(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def wait(self) -> bool:
+        """Return once the work has ended: the pending answer by which the driver learns the node died."""
+        while self.running():
+            self.join(_WAIT_STEP_SECONDS)
+        return True
+
+    def running(self) -> bool:
+        raise NotImplementedError
+
+    def join(self, timeout: float) -> None:
+        raise NotImplementedError
+
+    def sample_metrics(self, run_id: str, tracking_uri: str, interval_seconds: float, gpu_source: dict | None) -> None:
+        """Sample this node's system metrics into the run as ``system/node_<n>/...`` until :meth:`stop_metrics`;
+        ``gpu_source`` (``{"kind", "count"}``) is the driver's, so a node shows the GPUs the driver's panel shows
+        (None: this node's own)."""
+        from jupyter_air.tracking.system_metrics import SystemMetrics
+
+        self.stop_metrics()
+        node = f"node_{self.index}"
+        self._metrics = SystemMetrics(
+            run_id, interval_seconds, node_id=node, tracking_uri=tracking_uri, gpu_choice=gpu_source
+        )
+        self._metrics.start()
+
+    def stop_metrics(self) -> None:
+        """Take the last sample and stop sampling."""
+        if self._metrics is not None:
+            metrics, self._metrics = self._metrics, None
+            metrics.stop()
 
 
 def read_from(path: Path, offset: int, limit: int = READ_LIMIT_BYTES) -> bytes:

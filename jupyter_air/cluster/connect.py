@@ -8,8 +8,10 @@ each process writes its own log file on its node, and the node's actor hands the
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import signal
 import socket
 import threading
 import time
@@ -76,7 +78,8 @@ def _join(ray, address: str, target: str) -> None:
     attempts = _CLIENT_ATTEMPTS if is_client(address) else 1
     for attempt in range(1, attempts + 1):
         try:
-            ray.init(address=target, **kwargs)
+            with _own_sigterm():
+                ray.init(address=target, **kwargs)
             return
         except Exception as exc:  # Ray raises many kinds: each becomes one clear error
             # Ray Client's proxy now and then fails to start the server of a new client ("Initialization failure
@@ -87,6 +90,19 @@ def _join(ray, address: str, target: str) -> None:
             raise ClusterUnreachable(
                 f"joining the Ray cluster at {address} failed: {type(exc).__name__}: {exc}"
             ) from exc
+
+
+@contextlib.contextmanager
+def _own_sigterm():
+    """Keep this process's SIGTERM handler: ``ray.init`` replaces it with ``sys.exit``, which would end a supervisor
+    before it stops its nodes, or a kernel, mid-cell."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def resolve(address: str) -> str:

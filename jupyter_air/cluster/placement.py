@@ -16,12 +16,14 @@ from .hosts import host_of
 
 #: Seconds between checks of a placement that waits for resources (and for a cancel).
 _WAIT_STEP_SECONDS = 0.5
+#: Seconds between two looks at who holds the nodes a placement waits for (its message is updated when it changes).
+_ANNOUNCE_SECONDS = 10.0
 #: Seconds the new actors may take to start and say where they run.
 _START_SECONDS = 120.0
 #: Concurrent calls per actor: a status poll or a stop must never queue behind a blocking wait.
 ACTOR_CONCURRENCY = 4
 #: Seconds a node may leave a request unanswered before it counts as lost.
-ANSWER_SECONDS = 30.0
+REPLY_SECONDS = 30.0
 #: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
 _CONFIRM_SECONDS = 2.0
 
@@ -32,7 +34,7 @@ class Answers:
 
     values: list  # each node's answer; None where it raised or did not answer
     errors: dict[int, BaseException]  # node -> the Ray error its request raised
-    late: list[int]  # nodes that did not answer within ANSWER_SECONDS
+    late: list[int]  # nodes that did not answer within REPLY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -152,11 +154,11 @@ class NodeGroup:
         return [info.host for info in self.infos]
 
     def gather(self, refs: dict) -> Answers:
-        """Wait up to ``ANSWER_SECONDS`` for every pending request (``refs``: object ref -> node)."""
+        """Wait up to ``REPLY_SECONDS`` for every pending request (``refs``: object ref -> node)."""
         import ray
 
         values, errors = [None] * len(self.agents), {}
-        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=ANSWER_SECONDS)
+        ready, late = ray.wait(list(refs), num_returns=len(refs), timeout=REPLY_SECONDS)
         for ref in ready:
             try:
                 values[refs[ref]] = ray.get(ref)
@@ -175,14 +177,6 @@ class NodeGroup:
         while time.monotonic() < deadline:
             try:
                 return ray.get(self.agents[node].ping.remote(), timeout=0.5)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                time.sleep(0.2)
-        return False
-        deadline = time.monotonic() + _CONFIRM_SECONDS
-        while time.monotonic() < deadline:
-            try:
-                ray.get(self.agents[node].ping.remote(), timeout=0.5)
-                return True
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 time.sleep(0.2)
         return False
@@ -215,21 +209,27 @@ def bundle_hosts(group) -> list[str]:
 def _wait_ready(group, count, share, wait_seconds, cancelled, waiting) -> bool:
     import ray
 
+    from .held import waiting_hint
+
     ready = group.ready()
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
-    announced = False
+    announced, said_at = None, 0.0
     while True:
         done, _ = ray.wait([ready], timeout=_WAIT_STEP_SECONDS)
         if done:
             return True
         if cancelled():
             return False
-        if not announced:
-            waiting(f"waiting for {count} node(s) with {describe_bundle(share)} free on the Ray cluster")
-            announced = True
+        if time.monotonic() - said_at >= _ANNOUNCE_SECONDS:  # who holds the nodes may change while it waits
+            said_at = time.monotonic()
+            message = f"waiting for {count} node(s) with {describe_bundle(share)} free on the Ray cluster"
+            message += waiting_hint()
+            if message != announced:
+                waiting(message)
+                announced = message
         if deadline is not None and time.monotonic() > deadline:
             raise PlacementError(
                 f"the Ray cluster had no {count} distinct node(s) with {describe_bundle(share)} free within "
                 f"{wait_seconds:g} s (free now: {describe_bundle(ray.available_resources()) or 'nothing'}); "
-                "other work holds them: wait and run again, or ask for fewer"
+                f"other work holds them{waiting_hint()}: wait and run again, or ask for fewer"
             )

@@ -136,6 +136,18 @@ class NvmlSource:
                 GpuProcess(index, int(proc.pid), _process_name(proc.pid), None if used is None else int(used))
             )
 
+    def energy_millijoules(self) -> list[int | None]:
+        """NVML's total energy counter of each device (Volta and newer); ``None`` where unsupported or failing."""
+        counters: list[int | None] = []
+        call = self._nvml.nvmlDeviceGetTotalEnergyConsumption
+        for index, handle in enumerate(self._handles):
+            try:
+                value = None if handle is None else self._metric(index, "energy", call, handle)
+            except self._nvml.NVMLError:
+                value = None  # a lost device: its read() reports it
+            counters.append(None if value is None else int(value))
+        return counters
+
     def _metric(self, index: int, metric: str, call, *args):
         """Value of one NVML call; ``None`` when this device does not support it. Device failures propagate."""
         try:

@@ -113,6 +113,23 @@ class Sampler:
                 self._history.latest(),
             )
 
+    def readings_since(self, since_ms: int | None) -> list[tuple[int, Reading]]:
+        """``(epoch ms, reading)`` of the samples after ``since_ms`` while sampling runs (no source call); once it
+        has stopped, one reading taken now, kept out of the history, sampling left stopped (the idle-holder check).
+        Blocking when it reads: call it off the event loop."""
+        fresh_ms = 3000 * max(self.interval_seconds, 1.0)  # a sample this recent means sampling goes on
+        with self._lock:
+            latest = self._history.latest()
+            if self._sampling and latest is not None and time.time() * 1000 - latest.timestamp_ms < fresh_ms:
+                samples = self._history.since(since_ms) or (latest,)
+                return [(s.timestamp_ms, s.reading) for s in samples]
+        with self._read_lock:
+            if self._closing.is_set():
+                return []
+            if self._source is None:
+                self._source = self._open_source()
+            return [(int(time.time() * 1000), self._source.read())]
+
     def sample_now(self) -> None:
         """Take one sample (opening the source on first use) and mark sampling as running.
 

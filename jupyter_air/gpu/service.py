@@ -13,6 +13,7 @@ import socket
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
 from .history import Sample
+from .idle import IdleHolders
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
 
@@ -24,11 +25,19 @@ class NoSuchNode(LookupError):
 class GpuService:
     """Answers GPU queries from the sampler's snapshots; never calls NVML on the caller's thread."""
 
-    def __init__(self, sampler: Sampler, kernel_manager=None, session_manager=None, cluster: ClusterGpu | None = None):
+    def __init__(
+        self,
+        sampler: Sampler,
+        kernel_manager=None,
+        session_manager=None,
+        cluster: ClusterGpu | None = None,
+        idle_holders: IdleHolders | None = None,
+    ):
         self.sampler = sampler
         self.kernel_manager = kernel_manager
         self.session_manager = session_manager
         self.cluster = cluster
+        self.idle_holders = idle_holders
         self.node = socket.gethostname()
         self._rows: tuple[tuple, asyncio.Future] | None = None  # the latest process rows, by what they name
 
@@ -116,20 +125,33 @@ class GpuService:
 
     async def _processes(self, latest: Sample, local: bool) -> list[dict]:
         """Rows of the sample's GPU processes; on this server's node, each names its kernel and notebook when it
-        has one.
+        has one, and is marked when its kernel holds the GPU idle.
 
         Naming reads /proc for every ancestor of every process: it is done once per sample and set of kernels,
         off the event loop, and shared by every request until the next sample.
         """
         processes = latest.reading.processes
-        kernel_pids = self._kernel_pids() if local and processes else {}
+        if not processes:
+            return []
+        kernel_pids = self._kernel_pids() if local else {}
         if not kernel_pids:
-            return attribute(processes, {}, {})
-        key = (latest.timestamp_ms, tuple(processes), tuple(sorted(kernel_pids.items())))
-        rows = self._rows
-        if rows is None or rows[0] != key or (rows[1].done() and (rows[1].cancelled() or rows[1].exception())):
-            self._rows = rows = (key, asyncio.ensure_future(self._attribute(processes, kernel_pids)))
-        return await asyncio.shield(rows[1])
+            rows = attribute(processes, {}, {})
+        else:
+            key = (latest.timestamp_ms, tuple(processes), tuple(sorted(kernel_pids.items())))
+            kept = self._rows
+            if kept is None or kept[0] != key or (kept[1].done() and (kept[1].cancelled() or kept[1].exception())):
+                self._rows = kept = (key, asyncio.ensure_future(self._attribute(processes, kernel_pids)))
+            rows = await asyncio.shield(kept[1])
+        return self.idle_holders.mark(rows) if self.idle_holders is not None and local else rows
+
+    async def _attribute(self, processes, kernel_pids: dict[int, str]) -> list[dict]:
+        kernel_paths = await self._kernel_paths()
+        return await asyncio.get_running_loop().run_in_executor(None, attribute, processes, kernel_pids, kernel_paths)
+
+    async def _kernels(self) -> tuple[dict[int, str], dict[str, str]]:
+        """``({pid: kernel id}, {kernel id: notebook path})`` of this server's kernels."""
+        kernel_pids = self._kernel_pids()
+        return kernel_pids, (await self._kernel_paths() if kernel_pids else {})
 
     def _kernel_pids(self) -> dict[int, str]:
         kernel_pids = {}
@@ -140,12 +162,38 @@ class GpuService:
                     kernel_pids[pid] = kernel_id
         return kernel_pids
 
-    async def _attribute(self, processes, kernel_pids: dict[int, str]) -> list[dict]:
-        kernel_paths = {}
-        if self.session_manager is not None:
-            for session in await self.session_manager.list_sessions():
-                kernel_paths[session["kernel"]["id"]] = session.get("path")
-        return await asyncio.get_running_loop().run_in_executor(None, attribute, processes, kernel_pids, kernel_paths)
+    async def _kernel_paths(self) -> dict[str, str]:
+        if self.session_manager is None:
+            return {}
+        return {session["kernel"]["id"]: session.get("path") for session in await self.session_manager.list_sessions()}
+
+    async def idle(self) -> dict:
+        """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and
+        the Ray nodes that notebooks keep for their next call (read now)."""
+        from jupyter_air.cluster.held import holders as held_nodes
+
+        held = await asyncio.get_running_loop().run_in_executor(None, held_nodes)
+        kernel_pids, kernel_paths = await self._kernels() if held else ({}, {})
+        node_holders = []
+        for record in held:
+            kernel_id = kernel_pids.get(record["pid"])
+            path = kernel_paths.get(kernel_id) if kernel_id else None
+            keys = ("pid", "address", "share", "nodes", "since_ms", "until_ms")
+            node_holders.append(
+                {**{k: record.get(k) for k in keys}, "kernel_id": kernel_id, "path": path or record.get("notebook")}
+            )
+        holders = self.idle_holders
+        answer = {"node": self.node, "node_holders": node_holders}
+        if holders is None or not holders.enabled:
+            return {**answer, "enabled": False, "checked_ms": None, "holders": []}
+        return {
+            **answer,
+            "enabled": True,
+            "idle_minutes": holders.minutes,
+            "min_memory_mib": holders.min_memory_mib,
+            "checked_ms": holders.checked_ms,
+            "holders": holders.holders(),
+        }
 
 
 def _columns(snap: Snapshot, metric: str, count: int) -> list[list]:

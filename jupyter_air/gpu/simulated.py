@@ -49,5 +49,9 @@ class SimulatedSource:
             reading.power_watts[i] = round(70.0 + 580.0 * load, 1)
         return reading
 
+    def energy_millijoules(self) -> list[int | None]:
+        """No made-up counter: a run's energy is then the integral of the simulated power, labelled simulated."""
+        return [None] * self.count
+
     def close(self) -> None:
         self.available = False

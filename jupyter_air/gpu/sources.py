@@ -19,7 +19,12 @@ from .types import DeviceInfo, GpuSource, GpuUnavailable, Reading
 log = logging.getLogger(__name__)
 
 SOURCE_KINDS = ("auto", "nvml", "simulated", "none")
+#: Where GPU figures come from (``auto``, ``nvml``, ``simulated``, ``none``); overrides ``c.JupyterAir.gpu_source``.
+#: The Jupyter server passes its choice to its kernels and terminals in it, so ``%air_gpu``, ``air`` and the runs'
+#: system metrics see the GPUs the panel shows.
 SOURCE_ENV = "JUPYTER_AIR_GPU_SOURCE"
+#: Number of GPUs the ``simulated`` source reports (1-16, default 2); the server passes ``c.JupyterAir.simulated_gpus``
+#: to its kernels and terminals in it.
 SIMULATED_GPUS_ENV = "JUPYTER_AIR_SIMULATED_GPUS"
 DEFAULT_SIMULATED_GPUS = 2
 
@@ -36,6 +41,9 @@ class NoGpuSource:
 
     def read(self) -> Reading:
         return Reading()
+
+    def energy_millijoules(self) -> list[int | None]:
+        return []
 
     def close(self) -> None:
         pass

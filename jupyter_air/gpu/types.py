@@ -63,6 +63,9 @@ class GpuSource(Protocol):
     def read(self) -> Reading:
         """One sample of every device (NVML calls and the like: never on an event loop)."""
 
+    def energy_millijoules(self) -> list[int | None]:
+        """Each device's total energy counter (mJ since the driver loaded), ``None`` where it has none."""
+
     def close(self) -> None:
         """Release the source (NVML shutdown)."""
 

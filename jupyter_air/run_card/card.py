@@ -63,6 +63,26 @@ def header_for(run, *, kind: str, world_size: int, gpus: int, nodes: int = 1) ->
     )
 
 
+def header_from_run(tracking, run_id: str, *, world_size: int, gpus: int, nodes: int = 1) -> Header:
+    """The card's fixed part for a run created elsewhere (a job's), read from the tracking store."""
+    from jupyter_air.tracking.links import links
+
+    run = tracking.get_run(run_id)
+    experiment_id = run.info.experiment_id
+    found = links(experiment_id, run_id)
+    return Header(
+        run_id=run_id,
+        run_name=run.info.run_name,
+        experiment_name=tracking.get_experiment(experiment_id).name,
+        run_url=found.run,
+        experiment_url=found.experiment,
+        kind="distributed",
+        world_size=world_size,
+        nodes=nodes,
+        gpus=gpus_in_use(gpus // max(nodes, 1)),
+    )
+
+
 def ending_for(exc: BaseException | None, nodes: int = 1) -> tuple[str | None, Failure | None]:
     """What the card says about how a call ended: ``(reason, failure)`` for the exception (None: success)."""
     if exc is None:
@@ -103,8 +123,9 @@ class RunCard:
         out.write(text + "\n")
         out.flush()
 
-    def show(self) -> None:
-        """Put the card in the cell (or print the run's first line) and start keeping it up to date."""
+    def show(self, handle=None) -> None:
+        """Put the card in the cell (in place of the ``handle`` of its starting card, if any), or print the run's
+        first line, and start keeping it up to date."""
         data = self._data()
         if self.mode == "text":
             self._print(render_text(data).splitlines()[0])
@@ -115,7 +136,11 @@ class RunCard:
 
         self._widget = RunCardWidget(card=data)
         bundle = {WIDGET_VIEW_MIMETYPE: self._widget.view_data(), **self._static(data)}
-        self._handle = display(bundle, raw=True, display_id=True)
+        if handle is None:
+            self._handle = display(bundle, raw=True, display_id=True)
+        else:
+            handle.update(bundle, raw=True)
+            self._handle = handle
         self._pushed = self.state.revision
         self._thread = threading.Thread(target=self._keep_up_to_date, name="air-run-card", daemon=True)
         self._thread.start()
@@ -138,14 +163,39 @@ class RunCard:
 
     def finish(self, status: str, exc: BaseException | None) -> None:
         """Show the final state: the last metrics, the status and, for a failure, where and why."""
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(_JOIN_SECONDS)
+        self._stop_updates()
         self._read_metrics()
         reason, failure = ending_for(exc, self.state.header.nodes)
         with self._lock:
             self.state.finish(status, reason=reason, failure=failure)
-        data = self._data()
+        self._leave(self._data())
+
+    def detach(self) -> None:
+        """Stop updating the card (the run goes on elsewhere): it stays as it was last seen."""
+        self._stop_updates()
+        self._leave(self._data())
+
+    def snapshot(self) -> dict:
+        """What the card shows now, to show it again later (:meth:`show_snapshot`)."""
+        return self._data()
+
+    @classmethod
+    def show_snapshot(cls, data: dict, mode: str) -> None:
+        """Show a card saved with :meth:`snapshot` again, as static HTML and text (printed in text mode)."""
+        if mode == "text":
+            print(render_text(data))
+            return
+        from IPython.display import display
+
+        display(cls._static(data), raw=True)
+
+    def _stop_updates(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(_JOIN_SECONDS)
+
+    def _leave(self, data: dict) -> None:
+        """Replace the live card by the static ``data`` (printed in text mode) and close the widget."""
         if self.mode == "text":
             self._print(render_text(data))
             return

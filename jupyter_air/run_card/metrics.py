@@ -33,9 +33,7 @@ class MetricReader:
 
     def read(self) -> list[MetricSeries]:
         """The run's metrics now, most recently logged first (up to ``MAX_METRICS``)."""
-        latest = [
-            m for m in self.client.get_run(self.run_id).to_proto().data.metrics if not m.key.startswith(_SYSTEM_PREFIX)
-        ]
+        latest = [m for m in self.client.get_run(self.run_id).data.metrics if not m.key.startswith(_SYSTEM_PREFIX)]
         latest.sort(key=lambda m: (m.timestamp, m.key), reverse=True)
         shown = []
         for metric in latest[:MAX_METRICS]:

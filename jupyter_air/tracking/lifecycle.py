@@ -8,6 +8,7 @@ never left RUNNING. Keys and values are checked or clipped to MLflow's limits be
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import posixpath
 import re
@@ -20,12 +21,14 @@ MAX_PARAM_VALUE_CHARS = 6000
 MAX_TAG_VALUE_CHARS = 8000
 #: Characters MLflow accepts in param, tag and metric keys (on POSIX).
 _KEY_CHARS = re.compile(r"[/\w.\- :]*")
-#: Environment variable holding the seconds between two system-metrics samples of a run.
+#: Seconds between two system-metrics samples of a notebook call, a ``%%air_run`` cell or a job attempt (default 10).
 SYSTEM_METRICS_INTERVAL_ENV = "AIR_SYSTEM_METRICS_INTERVAL_SECONDS"
 DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
 #: Final statuses, and the tag that holds the root cause of a FAILED or KILLED run.
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
 ERROR_TAG = "air.error"
+
+log = logging.getLogger(__name__)
 
 
 class RunStopped(Exception):
@@ -89,10 +92,17 @@ def status_for(exc: BaseException | None) -> tuple[str, str | None]:
 
 
 class ManagedRun:
-    """An MLflow run from creation to its final status; use it as a context manager to guarantee the end."""
+    """An MLflow run from creation to its final status; use it as a context manager to guarantee the end.
 
-    def __init__(self, client, run_id: str, experiment_id: str, run_name: str):
+    ``client`` is how the store is reached (:func:`~jupyter_air.tracking.store.tracker`): MLflow's REST API, or
+    MLflow's client in this process where no server can be asked.
+    """
+
+    def __init__(self, client, run_id: str, experiment_id: str, run_name: str, tracking_uri: str | None = None):
+        from jupyter_air.tracking.store import tracking_uri as default_uri
+
         self.client = client
+        self.tracking_uri = tracking_uri or default_uri()
         self.run_id = run_id
         self.experiment_id = experiment_id
         self.run_name = run_name
@@ -104,77 +114,108 @@ class ManagedRun:
 
     @classmethod
     def create(
-        cls, experiment_id: str, *, run_name: str | None, tags: Mapping[str, object], params: Mapping[str, object] = ()
+        cls,
+        experiment_id: str,
+        *,
+        run_name: str | None,
+        tags: Mapping[str, object],
+        params: Mapping[str, object] = (),
+        tracking=None,
     ) -> ManagedRun:
-        """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED."""
-        from jupyter_air.tracking.store import client
+        """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED.
+        ``tracking``: how the store is reached (default :func:`~jupyter_air.tracking.store.tracker`)."""
+        from jupyter_air.tracking.store import tracker
 
-        mlflow_client = client()
-        run = mlflow_client.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
-        managed = cls(mlflow_client, run.info.run_id, run.info.experiment_id, run.info.run_name)
+        tracking = tracking or tracker()
+        run = tracking.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
+        managed = cls(tracking, run.info.run_id, run.info.experiment_id, run.info.run_name)
         with managed.guard():
-            managed.log_params(params)
+            managed._log_params(params, existing=set())  # a new run has none yet
         return managed
 
     @classmethod
-    def resume(cls, run_id: str, *, run_name: str | None, tags: Mapping[str, object]) -> ManagedRun:
+    def resume(cls, run_id: str, *, run_name: str | None, tags: Mapping[str, object], tracking=None) -> ManagedRun:
         """Take over an existing run (``MLFLOW_RUN_ID``): RUNNING again, renamed if asked, tags added."""
-        from mlflow.entities import RunTag
+        from jupyter_air.tracking.store import tracker
 
-        from jupyter_air.tracking.store import client
-
-        mlflow_client = client()
-        run = mlflow_client.get_run(run_id)
-        mlflow_client.update_run(run_id, status="RUNNING", name=run_name)
-        mlflow_client.log_batch(run_id, tags=[RunTag(k, v) for k, v in _tags(tags).items()])
-        return cls(mlflow_client, run_id, run.info.experiment_id, run_name or run.info.run_name)
+        tracking = tracking or tracker()
+        run = tracking.get_run(run_id)
+        tracking.update_run(run_id, status="RUNNING", name=run_name)
+        tracking.log_batch(run_id, tags=_tags(tags))
+        return cls(tracking, run_id, run.info.experiment_id, run_name or run.info.run_name)
 
     @classmethod
     def adopt(cls, run_id: str, tracking_uri: str | None = None) -> ManagedRun:
         """The run ``run_id`` (in ``tracking_uri``, default this process's store), to end it for a process
         that can no longer (a supervisor found dead)."""
-        from jupyter_air.tracking.store import client
+        from jupyter_air.tracking.store import tracker
 
-        mlflow_client = client(tracking_uri)
-        run = mlflow_client.get_run(run_id)
-        return cls(mlflow_client, run_id, run.info.experiment_id, run.info.run_name)
+        tracking = tracker(tracking_uri)
+        run = tracking.get_run(run_id)
+        return cls(tracking, run_id, run.info.experiment_id, run.info.run_name, tracking_uri)
 
     def log_params(self, params: Mapping[str, object]) -> None:
         """Record params (clipped to MLflow's limit); keys the run already has keep their value."""
-        from mlflow.entities import Param
+        self._log_params(params)
 
-        existing = set(self.client.get_run(self.run_id).data.params)
-        fresh = [
-            Param(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in dict(params).items() if str(k) not in existing
-        ]
+    def _log_params(self, params: Mapping[str, object], existing: set[str] | None = None) -> None:
+        params = dict(params)
+        if not params:
+            return
+        if existing is None:
+            existing = set(self.client.get_run(self.run_id).data.params)
+        fresh = [(str(k), clip(v, MAX_PARAM_VALUE_CHARS)) for k, v in params.items() if str(k) not in existing]
         for start in range(0, len(fresh), 100):  # MLflow takes at most 100 params per batch
-            self.client.log_batch(self.run_id, params=fresh[start : start + 100])
+            self.client.log_batch(self.run_id, params=dict(fresh[start : start + 100]))
 
-    def start_system_metrics(self, node_id: str | None = None, gpu_source=None) -> None:
-        """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included)."""
+    def start_system_metrics(self, node_id: str | None = None, gpu_source=None, gpus: list[str] | None = None) -> None:
+        """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included), with the
+        energy of ``gpus`` (named as ``CUDA_VISIBLE_DEVICES`` names them; default: the visible ones)."""
         from jupyter_air.tracking.system_metrics import SystemMetrics
 
-        self._metrics = SystemMetrics(self.run_id, system_metrics_interval(), node_id=node_id, gpu_source=gpu_source)
+        self._metrics = SystemMetrics(
+            self.run_id,
+            system_metrics_interval(),
+            node_id=node_id,
+            gpu_source=gpu_source,
+            tracking=self.client,
+            gpus=gpus,
+        )
         self._metrics.start()
 
     def upload(self, paths: Iterable[Path], artifact_path: str) -> None:
         """Keep files (log files) as the run's artifacts under ``artifact_path``."""
         for path in paths:
-            if path.is_file():
-                self.client.log_artifact(self.run_id, str(path), artifact_path=artifact_path)
+            if path.is_file() and not self.client.log_artifact(self.run_id, path, artifact_path):
+                # an artifact store only MLflow's client reaches (S3 and the like)
+                from jupyter_air.tracking.inprocess import InProcessTracking
+
+                InProcessTracking(self.tracking_uri).log_artifact(self.run_id, path, artifact_path)
 
     def end(self, status: str, error: str | None = None) -> None:
-        """Take the last system-metrics sample, then set the final status (once; later calls do nothing)."""
+        """Take the last system-metrics sample, then set the final status (once set, later calls do nothing; a
+        call the store refused, e.g. on a full disk, can be made again)."""
         if self.status is not None:
             return
-        self.status = status
         try:
             if self._metrics is not None:
                 self._metrics.stop()
+            else:
+                self._sum_node_energy()
         finally:
             if error:
                 self.client.set_tag(self.run_id, ERROR_TAG, clip(error, MAX_TAG_VALUE_CHARS))
             self.client.set_terminated(self.run_id, status=status)
+        self.status = status
+
+    def _sum_node_energy(self) -> None:
+        """A run whose nodes sampled themselves (multi-node): their GPUs' energy summed into the run's total."""
+        from jupyter_air.tracking.energy import sum_nodes
+
+        try:
+            sum_nodes(self.client, self.run_id)
+        except Exception as exc:  # noqa: BLE001 - the total is a convenience: the run must end whatever happens
+            log.warning("Energy of run %s not summed over its nodes: %s", self.run_id, exc)
 
     def end_for(self, exc: BaseException | None) -> None:
         """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause."""

@@ -18,7 +18,7 @@ import psutil
 
 from jupyter_air.tracking.store import PROXY_PATH, is_local, is_remote, tracking_uri
 
-#: Where links are rooted for people outside the Jupyter page (the CLI): set by an administrator, or
+#: The server's public address, where links printed by ``air`` and scripts start: set by an administrator, or
 #: exported by the Jupyter server from ``c.JupyterAir.public_url`` to its kernels and terminals.
 PUBLIC_URL_ENV = "AIR_PUBLIC_URL"
 #: The server extension's namespace under the server's base URL.

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from jupyter_air.tracking.answers import SharedAnswers, StoreVersion
+from jupyter_air.home import AirHomeError
+from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import NODE_TAG, default_experiment_name, node_name
-from jupyter_air.tracking.store import sqlite_path, tracking_uri
+from jupyter_air.tracking.store import sqlite_path, store_errors
 
 NOTEBOOK_TAG = "air.notebook_path"
 SOURCE_TAG = "air.source"
@@ -92,6 +91,7 @@ class RunsQuery:
         self._answers = SharedAnswers(self._version, UNVERSIONED_ANSWER_SECONDS)
         self._experiments = SharedAnswers(self._version, UNVERSIONED_EXPERIMENTS_SECONDS)
 
+    @store_errors()  # a damaged store: UnusableDatabase, naming the file
     def notebook(
         self,
         paths: Sequence[str],
@@ -106,17 +106,25 @@ class RunsQuery:
         never blocks (on the event loop): the kept answer if the store tells at once it is current, else None."""
         query = ("notebook", tuple(paths), since_ms, limit, page_token)
         if not wait:
-            return self._answers.kept(_store_uri(), query)
-        return self._answers.get(_store_uri(), query, lambda: self._notebook(paths, since_ms, limit, page_token))
+            return self._kept(query)
+        return self._answers.get(store_uri(), query, lambda: self._notebook(paths, since_ms, limit, page_token))
 
+    @store_errors()
     def window(self, from_ms: int, to_ms: int, wait: bool = True) -> dict | None:
         """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
         some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`); ``wait`` as
         for ``notebook``."""
         query = ("window", from_ms, to_ms)
         if not wait:
-            return self._answers.kept(_store_uri(), query)
-        return self._answers.get(_store_uri(), query, lambda: self._window(from_ms, to_ms))
+            return self._kept(query)
+        return self._answers.get(store_uri(), query, lambda: self._window(from_ms, to_ms))
+
+    def _kept(self, query: tuple) -> dict | None:
+        try:
+            uri = store_uri()
+        except AirHomeError:  # an unusable AIR_HOME: the call off the event loop says so (a 503)
+            return None
+        return self._answers.kept(uri, query)
 
     def _notebook(self, paths: Sequence[str], since_ms: int | None, limit: int, page_token: str | None) -> dict:
         cursor = Cursor.decode(page_token)
@@ -175,7 +183,7 @@ class RunsQuery:
         :data:`UNVERSIONED_EXPERIMENTS_SECONDS` for a store that cannot tell)."""
         if client is None:
             return {}
-        return self._experiments.get(_store_uri(), "experiments", lambda: _experiments(client))
+        return self._experiments.get(store_uri(), "experiments", lambda: _experiments(client))
 
 
 def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
@@ -213,20 +221,9 @@ def source_of(tags: dict[str, str]) -> str | None:
     return tags.get(SOURCE_TAG) or ("job" if JOB_TAG in tags else None)
 
 
-def _store_uri() -> str:
-    """The server's tracking URI, resolved once per value of the variables it depends on (resolving AIR_HOME takes
-    about 0.2 ms, more than the rest of a poll that finds nothing new)."""
-    return _resolved_uri(os.environ.get("MLFLOW_TRACKING_URI"), os.environ.get("AIR_HOME"), os.environ.get("HOME"))
-
-
-@functools.lru_cache(maxsize=8)
-def _resolved_uri(_tracking: str | None, _air_home: str | None, _home: str | None) -> str:
-    return tracking_uri()
-
-
 def _client():
     """A client on the server's store, or None while the embedded store does not exist (never creates it)."""
-    uri = _store_uri()
+    uri = store_uri()
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         return None

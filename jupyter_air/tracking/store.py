@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from urllib.parse import unquote
 
-from jupyter_air.home import air_home, file_lock, private_dir, private_file
+from jupyter_air.home import AirHomeError, air_home, file_lock, private_dir, private_file, unusable_database
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
@@ -18,6 +19,7 @@ EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_dev
 # MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
 # shows as an alarming stderr block on the first run. Its warnings and errors still show.
 logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
+log = logging.getLogger(__name__)
 
 
 def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
@@ -43,6 +45,19 @@ def sqlite_path(uri: str) -> pathlib.Path | None:
 _prepared: set[str] = set()
 
 
+@contextlib.contextmanager
+def store_errors(uri: str | None = None) -> Iterator[None]:
+    """Turn a damaged SQLite store, or a full disk under it, into an ``UnusableDatabase`` naming the file."""
+    try:
+        yield
+    except Exception as exc:
+        path = sqlite_path(uri or tracking_uri())
+        problem = unusable_database(path, exc) if path is not None else None
+        if problem is None:
+            raise
+        raise problem from exc
+
+
 def prepare_store(uri: str | None = None) -> str:
     """Make the store usable once per process: a SQLite store is created 0600 and its tables are created
     or migrated under a file lock, so concurrent first runs (notebooks, the server, supervisors) never race."""
@@ -53,13 +68,33 @@ def prepare_store(uri: str | None = None) -> str:
     if path is not None and path.parent.is_dir():
         if path.parent == air_home():
             private_dir(pathlib.Path(default_artifact_location()))
-        private_file(path)
-        with file_lock(path.with_name(path.name + ".lock")):
-            from mlflow.tracking import MlflowClient
+        with store_errors(uri):
+            private_file(path)
+            with file_lock(path.with_name(path.name + ".lock")):
+                from mlflow.tracking import MlflowClient
 
-            MlflowClient(uri)._tracking_client.store  # noqa: B018, SLF001 - opening it creates or migrates the tables
+                MlflowClient(uri)._tracking_client.store  # noqa: B018, SLF001 - opening it creates or migrates the tables
     _prepared.add(uri)
     return uri
+
+
+def store_problem(uri: str | None = None) -> str | None:
+    """Why the SQLite store cannot be used (a damaged file, a full disk), or None; reads its first page only."""
+    import sqlite3
+
+    try:
+        path = sqlite_path(uri or tracking_uri())
+    except AirHomeError as err:
+        return str(err)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        problem = unusable_database(path, exc)
+        return None if problem is None else str(problem)
+    return None
 
 
 def is_remote(uri: str) -> bool:
@@ -82,33 +117,112 @@ def client(uri: str | None = None):
     return MlflowClient(prepare_store(uri))
 
 
-def ensure_experiment(name: str, artifact_location: str | None = None) -> str:
-    """The id of experiment ``name``, created (or restored from the trash) if needed.
+_said: set[str] = set()
+
+
+def tracker(uri: str | None = None):
+    """How this process creates, logs to and ends runs in ``uri`` (default :func:`tracking_uri`), without importing
+    MLflow where it can: the REST API of an ``http(s)`` tracking server, or of AIR_HOME's resident MLflow server for
+    the embedded store (started here if needed; MLflow's client in this process while it starts) or for another
+    local store whose server runs (the Jupyter server's UI starts one for its store). Otherwise MLflow's client in
+    this process, said once per process."""
+    from jupyter_air.tracking.inprocess import InProcessTracking
+    from jupyter_air.tracking.rest import RestTracking
+
+    uri = uri or tracking_uri()
+    plugin = os.environ.get("MLFLOW_TRACKING_AUTH")
+    if is_remote(uri) and not plugin:
+        return RestTracking.http(uri)
+    if is_local(uri):
+        from jupyter_air.tracking import resident
+
+        embedded = uri == resident.embedded_uri()
+        if embedded and not sqlite_path(uri).is_file():
+            # A brand-new store: created here first, so that its server's start does not compete with that.
+            tracking = InProcessTracking(uri)
+            resident.ensure(uri)
+            return tracking
+        server = resident.ensure(uri) if embedded else resident.find(uri)
+        if server is not None and server.answers():
+            return EmbeddedTracking(RestTracking.unix(pathlib.Path(server.socket)), uri)
+        if embedded:
+            return InProcessTracking(uri)  # the server starts meanwhile, for the next calls
+    if uri not in _said:
+        _said.add(uri)
+        why = (
+            f"MLFLOW_TRACKING_AUTH={plugin} is an authentication plugin only MLflow's client knows"
+            if plugin
+            else f"no MLflow server of AIR_HOME serves {uri} (one is started for AIR_HOME's own store only)"
+        )
+        log.warning(
+            "jupyter_air: runs are recorded with MLflow's client in this process (importing MLflow takes a few "
+            "seconds): %s.",
+            why,
+        )
+    return InProcessTracking(uri)
+
+
+class EmbeddedTracking:
+    """The resident server's REST client; should the server be gone (stopped when idle, killed), it is started
+    again for later calls and this one carries on with MLflow's client in this process."""
+
+    def __init__(self, rest, uri: str):
+        self._active = rest
+        self._uri = uri
+
+    @property
+    def origin(self) -> str:
+        return self._active.origin
+
+    def __getattr__(self, name: str):
+        from jupyter_air.tracking.inprocess import InProcessTracking
+        from jupyter_air.tracking.rest import RestTracking, ServerGone
+
+        def call(*args, **kwargs):
+            try:
+                return getattr(self._active, name)(*args, **kwargs)
+            except ServerGone:
+                if not isinstance(self._active, RestTracking):
+                    raise
+            from jupyter_air.tracking import resident
+
+            if self._uri == resident.embedded_uri():
+                log.info("jupyter_air: AIR_HOME's MLflow server is gone; starting it again.")
+                resident.ensure(self._uri)
+            self._active = InProcessTracking(self._uri)
+            return getattr(self._active, name)(*args, **kwargs)
+
+        return call
+
+
+def ensure_experiment(name: str, artifact_location: str | None = None, tracking=None) -> str:
+    """The id of experiment ``name``, created (or restored from the trash) if needed, through ``tracking``
+    (default :func:`tracker`).
 
     In a local store the artifacts default to :func:`default_artifact_location` rather than
     MLflow's ``./mlruns`` relative to whatever the current directory happens to be.
     """
-    from mlflow.exceptions import MlflowException
+    from jupyter_air.tracking.entities import TrackingError
 
     if not name or not name.strip():
         raise ValueError("experiment name is empty: pass a name such as 'my-training'")
-    mlflow_client = client()
-    experiment = mlflow_client.get_experiment_by_name(name)
+    tracking = tracking or tracker()
+    experiment = tracking.get_experiment_by_name(name)
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
-            mlflow_client.restore_experiment(experiment.experiment_id)
+            tracking.restore_experiment(experiment.experiment_id)
         return experiment.experiment_id
     if artifact_location is None and is_local(tracking_uri()):
         artifact_location = pathlib.Path(default_artifact_location()).as_uri()
     elif artifact_location is not None and "://" not in artifact_location:
         artifact_location = pathlib.Path(artifact_location).expanduser().resolve().as_uri()
     try:
-        return mlflow_client.create_experiment(
+        return tracking.create_experiment(
             name, artifact_location=artifact_location, tags={EXPERIMENT_KIND_TAG: MODEL_TRAINING}
         )
-    except MlflowException:
+    except TrackingError:
         # Another process created it between our lookup and our create.
-        experiment = mlflow_client.get_experiment_by_name(name)
+        experiment = tracking.get_experiment_by_name(name)
         if experiment is None:
             raise
         return experiment.experiment_id

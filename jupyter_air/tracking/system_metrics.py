@@ -3,25 +3,96 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 
 log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
 _JOIN_TIMEOUT_SECONDS = 10.0
+#: Least span a CPU utilization sample covers: a shorter one (the final sample just after a periodic one) is left out.
+_MIN_CPU_SPAN_SECONDS = 0.5
+
+
+def busy_percent(before, after) -> float | None:
+    """Percent of CPU time spent busy between two ``psutil.cpu_times()`` (idle and I/O wait are not busy; guest
+    time is already in user time); None when no time was counted in between."""
+    delta = {name: max(getattr(after, name) - getattr(before, name), 0.0) for name in after._fields}
+    total = sum(delta.values()) - delta.get("guest", 0.0) - delta.get("guest_nice", 0.0)
+    if total <= 0:
+        return None
+    idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+    return round(100.0 * (total - idle) / total, 1)
+
+
+class HostMetrics:
+    """CPU, memory, disk and network samples, computed and named as MLflow's CPU, disk and network monitors do
+    (without importing MLflow).
+
+    CPU utilization covers the span since the last sample: MLflow's monitor asks ``psutil.cpu_percent()``, whose
+    baseline is per thread, so a sample taken by another thread than the last (the sampling thread's first,
+    ``stop()``'s last) covers no time and reads 0. Here the baseline is this object's, whichever thread samples.
+    """
+
+    def __init__(self):
+        import psutil
+
+        self._psutil = psutil
+        self._samples: dict[str, list[float]] = defaultdict(list)
+        network = psutil.net_io_counters()
+        self._network_start = (network.bytes_recv / 1e6, network.bytes_sent / 1e6)
+        self._network: dict[str, float] = {}
+        self._cpu = (time.monotonic(), psutil.cpu_times())
+
+    def collect_metrics(self) -> None:
+        psutil = self._psutil
+        now = (time.monotonic(), psutil.cpu_times())
+        if now[0] - self._cpu[0] >= _MIN_CPU_SPAN_SECONDS:
+            busy = busy_percent(self._cpu[1], now[1])
+            if busy is not None:
+                self._samples["cpu_utilization_percentage"].append(busy)
+            self._cpu = now
+        memory = psutil.virtual_memory()
+        disk = psutil.disk_usage(os.sep)
+        for name, value in (
+            ("system_memory_usage_megabytes", memory.used / 1e6),
+            ("system_memory_usage_percentage", memory.used / memory.total * 100),
+            ("disk_usage_percentage", disk.percent),
+            ("disk_usage_megabytes", disk.used / 1e6),
+            ("disk_available_megabytes", disk.free / 1e6),
+        ):
+            self._samples[name].append(value)
+        network = psutil.net_io_counters()
+        self._network = {  # totals since sampling began: not averaged
+            "network_receive_megabytes": network.bytes_recv / 1e6 - self._network_start[0],
+            "network_transmit_megabytes": network.bytes_sent / 1e6 - self._network_start[1],
+        }
+
+    def aggregate_metrics(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v} | self._network
+
+    def clear_metrics(self) -> None:
+        self._samples.clear()
+        self._network = {}
 
 
 class GpuMetrics:
-    """Per-GPU samples from jupyter_air's NVML source, named like MLflow's GPU monitor plus temperature."""
+    """Per-GPU samples from jupyter_air's NVML source, named like MLflow's GPU monitor plus temperature, and the
+    run's GPUs' cumulative energy (``gpu_<i>_energy_joules``, see :mod:`~jupyter_air.tracking.energy`)."""
 
-    def __init__(self, source):
+    def __init__(self, source, gpus: Sequence[str] | None = None):
+        from jupyter_air.tracking.energy import EnergyMeter, run_gpus
+
         self._source = source
         self._samples: dict[str, list[float]] = defaultdict(list)
+        self.energy = EnergyMeter(source, run_gpus(source.devices, gpus))
 
     def collect_metrics(self) -> None:
         reading = self._source.read()
+        self.energy.observe(reading, time.monotonic())
         columns = {
             "utilization_percentage": reading.utilization_percent,
             "temperature_celsius": reading.temperature_celsius,
@@ -40,17 +111,30 @@ class GpuMetrics:
                 self._samples[f"gpu_{index}_memory_usage_percentage"].append(used_bytes / total_bytes * 100)
 
     def aggregate_metrics(self) -> dict[str, float]:
-        return {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+        averages = {k: round(sum(v) / len(v), 1) for k, v in self._samples.items() if v}
+        return averages | {f"gpu_{i}_energy_joules": round(j, 3) for i, j in self.energy.joules().items()}
 
     def clear_metrics(self) -> None:
         self._samples.clear()
 
 
-def _open_gpu_source():
-    """The configured GPU source (the same as the GPU panel's), or None when this node has no usable GPU."""
+def gpu_choice() -> dict | None:
+    """The GPU source this process was told to use (``JUPYTER_AIR_GPU_SOURCE``: the Jupyter server exports its own to
+    its kernels and terminals) and its simulated GPU count, for the nodes of a multi-node call or attempt to sample
+    the GPUs the server's panel shows; None when it was told none, so each node uses its own."""
+    from jupyter_air.gpu.sources import SOURCE_ENV, simulated_gpus, source_kind
+
+    if not os.environ.get(SOURCE_ENV, "").strip():
+        return None
+    return {"kind": source_kind(), "count": simulated_gpus()}
+
+
+def _open_gpu_source(choice: dict | None):
+    """The GPU source ``choice`` names, else the configured one (the same as the GPU panel's); None when this node
+    has no usable GPU."""
     from jupyter_air.gpu.sources import open_source
 
-    source = open_source()
+    source = open_source(**choice) if choice else open_source()
     if source.available:
         return source
     log.info("No GPU metrics for this run: %s", source.reason)
@@ -66,7 +150,12 @@ class SystemMetrics:
     so a call shorter than one interval still records one. Metric names are MLflow's
     (``system/cpu_utilization_percentage``, ``system/gpu_0_utilization_percentage``, ...), with
     ``system/gpu_<i>_temperature_celsius`` added; ``node_id`` inserts ``system/<node_id>/``. ``tracking_uri``:
-    the run's store when it is not this process's (a node of a multi-node call).
+    the run's store when it is not this process's (a node of a multi-node call); ``tracking``: how to reach it,
+    when the caller has a way already (:func:`~jupyter_air.tracking.store.tracker`); ``gpu_choice``: the GPU
+    source to open (:func:`gpu_choice` of the driver) instead of this process's. ``gpus``: the run's GPUs as
+    ``CUDA_VISIBLE_DEVICES`` names them, whose energy is logged (default: ``CUDA_VISIBLE_DEVICES``, else all);
+    the last sample adds ``total_energy_watt_hours`` and the tags ``air.energy_method`` and
+    ``air.energy_exclusive`` (with ``.<node_id>`` on a node of a multi-node run).
     """
 
     def __init__(
@@ -76,6 +165,9 @@ class SystemMetrics:
         node_id: str | None = None,
         gpu_source=None,
         tracking_uri: str | None = None,
+        tracking=None,
+        gpu_choice: dict | None = None,
+        gpus: Sequence[str] | None = None,
     ):
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
@@ -85,13 +177,16 @@ class SystemMetrics:
         self.prefix = f"system/{node_id}/" if node_id else "system/"
         self.tracking_uri = tracking_uri
         self._gpu_source = gpu_source
+        self._gpu_choice = gpu_choice
         self._owns_source = gpu_source is None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._step = 0
         self._monitors: list = []
-        self._client = None
+        self._client = tracking
+        self._gpus = gpus
+        self._energy = None
 
     def __enter__(self) -> SystemMetrics:
         self.start()
@@ -104,23 +199,22 @@ class SystemMetrics:
         """Begin sampling in a daemon thread; the first sample is logged after one interval."""
         if self._thread is not None:
             return
-        from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
-        from mlflow.system_metrics.metrics.disk_monitor import DiskMonitor
-        from mlflow.system_metrics.metrics.network_monitor import NetworkMonitor
+        from jupyter_air.tracking.store import tracker
 
-        from jupyter_air.tracking.store import client
-
-        self._client = client(self.tracking_uri)
-        self._monitors = [CPUMonitor(), DiskMonitor(), NetworkMonitor()]
+        self._client = self._client or tracker(self.tracking_uri)
+        self._monitors = [HostMetrics()]
         if self._owns_source:
-            self._gpu_source = _open_gpu_source()
+            self._gpu_source = _open_gpu_source(self._gpu_choice)
         if self._gpu_source is not None:
-            self._monitors.append(GpuMetrics(self._gpu_source))
+            monitor = GpuMetrics(self._gpu_source, self._gpus)
+            self._monitors.append(monitor)
+            self._energy = monitor.energy
             # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
-            # multi-node run has its own tag (nodes writing one tag at once would race in a SQLite store).
-            tag = f"air.gpu_source.{self.node_id}" if self.node_id else "air.gpu_source"
-            self._client.set_tag(self.run_id, tag, self._gpu_source.name)
-        self._collect()  # primes psutil's CPU counter so the first logged value covers the interval
+            # multi-node run has its own tags (nodes writing one tag at once would race in a SQLite store).
+            self._client.log_batch(
+                self.run_id, tags={self._tag("air.gpu_source"): self._gpu_source.name, **self._energy_tags()}
+            )
+        self._collect()  # the first logged values then cover the interval, not the time since the monitors were made
         for monitor in self._monitors:
             monitor.clear_metrics()
         self._thread = threading.Thread(target=self._loop, name=f"air-system-metrics-{self.run_id}", daemon=True)
@@ -133,9 +227,22 @@ class SystemMetrics:
         self._stop.set()
         self._thread.join(_JOIN_TIMEOUT_SECONDS)
         self._thread = None
-        self._sample_and_log()
+        self._sample_and_log(final=True)
         if self._owns_source and self._gpu_source is not None:
             self._gpu_source.close()
+
+    def _tag(self, name: str) -> str:
+        return f"{name}.{self.node_id}" if self.node_id else name
+
+    def _energy_tags(self, final: bool = False) -> dict[str, str]:
+        from jupyter_air.tracking.energy import EXCLUSIVE_TAG, METHOD_TAG
+
+        if self._energy is None or not self._energy.gpus:
+            return {}
+        tags = {self._tag(METHOD_TAG): self._energy.method}
+        if final:
+            tags[self._tag(EXCLUSIVE_TAG)] = str(self._energy.exclusive).lower()
+        return tags
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_seconds):
@@ -148,8 +255,9 @@ class SystemMetrics:
             except Exception as exc:  # noqa: BLE001 - a failing sensor must not end the run's sampling
                 log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
 
-    def _sample_and_log(self) -> None:
-        from mlflow.entities import Metric
+    def _sample_and_log(self, final: bool = False) -> None:
+        from jupyter_air.tracking.energy import TOTAL_METRIC, watt_hours
+        from jupyter_air.tracking.entities import Metric
 
         with self._lock:
             self._collect()
@@ -157,12 +265,16 @@ class SystemMetrics:
             for monitor in self._monitors:
                 values.update(monitor.aggregate_metrics())
                 monitor.clear_metrics()
+            tags = self._energy_tags(final) if final else {}
+            if tags:
+                joules = [v for k, v in values.items() if k.endswith("_energy_joules")]
+                values[TOTAL_METRIC] = round(watt_hours(sum(joules)), 6)
             timestamp_ms = int(time.time() * 1000)
             metrics = [Metric(self.prefix + k, v, timestamp_ms, self._step) for k, v in values.items()]
             self._step += 1
         if not metrics:
             return
         try:
-            self._client.log_batch(self.run_id, metrics=metrics)
+            self._client.log_batch(self.run_id, metrics=metrics, tags=tags)
         except Exception as exc:  # noqa: BLE001 - the store may be briefly locked; sampling goes on
             log.warning("System metrics for run %s not logged: %s", self.run_id, exc)

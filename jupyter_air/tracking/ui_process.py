@@ -1,21 +1,22 @@
-"""The embedded MLflow UI process of one Jupyter server: started in the background once the store exists (so
-the first run page opens at once), or on the first request to ``{base_url}mlflow/``; stopped with the server."""
+"""The Jupyter server's use of AIR_HOME's resident MLflow server (:mod:`~jupyter_air.tracking.resident`) for the UI at
+``{base_url}mlflow/``: started in the background once the store exists (so the first run page opens at once), or on
+the first authenticated request; waited for until it answers. The Jupyter server does not own it: the server stops
+by itself once idle, whether the Jupyter server still runs or not."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 from pathlib import Path
 
-from jupyter_air.tracking.proxy import STARTUP_TIMEOUT_SECONDS
-from jupyter_air.tracking.store import sqlite_path, tracking_uri
+from jupyter_air.home import AirHomeError
+from jupyter_air.tracking import resident
+from jupyter_air.tracking.store import sqlite_path, store_problem, tracking_uri
 
-
-def ui_command(socket: Path) -> list[str]:
-    """The UI process: MLflow's server on ``socket`` only (see ``ui_server``)."""
-    return [sys.executable, "-m", "jupyter_air.tracking.ui_server", str(socket)]
+#: Seconds the proxy waits for a freshly started MLflow server (it needs about 20 s on a small machine).
+STARTUP_TIMEOUT_SECONDS = 120
+_POLL_SECONDS = 0.25
 
 
 class MlflowUiUnavailable(RuntimeError):
@@ -23,53 +24,64 @@ class MlflowUiUnavailable(RuntimeError):
 
 
 class MlflowUi:
-    """Supervises ``python -m jupyter_air.tracking.ui_server <socket>`` (simpervisor, as jupyter-server-proxy)."""
+    """Finds (or starts) the resident MLflow server of this Jupyter server's store and waits until it answers."""
 
-    def __init__(self, socket: Path, environment: dict[str, str], log: logging.Logger):
-        self.socket = socket
-        self.environment = environment
+    def __init__(self, log: logging.Logger, uri: str | None = None):
+        self._uri = uri
         self.log = log
+        self.server: resident.Server | None = None
         self.started_at: float | None = None
         self.ready_at: float | None = None
-        self._process = None
         self._lock = asyncio.Lock()
 
     @property
+    def uri(self) -> str:
+        """The store's tracking URI; raises AirHomeError while AIR_HOME cannot be used (a file, say)."""
+        return self._uri or tracking_uri()
+
+    @property
     def running(self) -> bool:
-        return self._process is not None and self._process.running
+        """True when the server this UI last reached answers still runs."""
+        return self.ready_at is not None and self.server is not None and self.server.alive()
 
     def store_exists(self) -> bool:
         """True when this server's store is a SQLite file that exists (a run has been recorded in it)."""
-        path = sqlite_path(tracking_uri())
+        try:
+            path = sqlite_path(self.uri)
+        except AirHomeError:
+            return False
         return path is not None and path.is_file()
 
-    async def ensure_running(self) -> None:
-        """Start the UI unless it runs, and wait until it answers; concurrent callers share one start."""
+    async def ensure_running(self) -> Path:
+        """The socket of the resident server once it answers, started unless it runs; concurrent callers share
+        one wait, which ends early if the server exits."""
+        if self.running:
+            return Path(self.server.socket)
+        try:
+            self.uri  # noqa: B018 - an unusable AIR_HOME is said here, before anything is started
+        except AirHomeError as err:
+            raise MlflowUiUnavailable(str(err)) from None
         async with self._lock:
-            if self.running:
-                return
-            from simpervisor import SupervisedProcess
-
-            command = ui_command(self.socket)
-            self.started_at, self.ready_at = time.monotonic(), None
-            self._process = SupervisedProcess(
-                "mlflow-ui",
-                *command,
-                env=self.environment,
-                ready_func=self._answers,
-                ready_timeout=STARTUP_TIMEOUT_SECONDS,
-                log=self.log,
-            )
-            await self._process.start()
-            if not await self._process.ready():
-                await self._process.kill()
-                self._process = None
-                raise MlflowUiUnavailable(
-                    f"the MLflow UI did not start within {STARTUP_TIMEOUT_SECONDS} s; its log is "
-                    "$AIR_HOME/logs/mlflow-ui.log and its errors are in the Jupyter server's log"
-                )
-            self.ready_at = time.monotonic()
-            self.log.info("jupyter_air: MLflow UI ready after %.1f s.", self.ready_at - self.started_at)
+            server = await asyncio.to_thread(resident.ensure, self.uri)
+            if server != self.server:
+                self.server, self.started_at, self.ready_at = server, time.monotonic(), None
+            deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+            while not await asyncio.to_thread(server.answers):
+                if not server.alive():
+                    store = await asyncio.to_thread(store_problem, self.uri)
+                    raise MlflowUiUnavailable(
+                        "the MLflow UI exited while starting: " + (store or "its log is $AIR_HOME/logs/mlflow-ui.log")
+                    )
+                if time.monotonic() > deadline:
+                    raise MlflowUiUnavailable(
+                        f"the MLflow UI did not answer within {STARTUP_TIMEOUT_SECONDS:.0f} s; its log is "
+                        "$AIR_HOME/logs/mlflow-ui.log"
+                    )
+                await asyncio.sleep(_POLL_SECONDS)
+            if self.ready_at is None:
+                self.ready_at = time.monotonic()
+                self.log.info("jupyter_air: MLflow UI ready after %.1f s.", self.ready_at - self.started_at)
+            return Path(server.socket)
 
     async def start_if_store_exists(self) -> None:
         """Start the UI in the background once the store exists (quietly: errors are logged)."""
@@ -79,21 +91,3 @@ class MlflowUi:
             await self.ensure_running()
         except MlflowUiUnavailable as err:
             self.log.warning("jupyter_air: %s", err)
-
-    async def stop(self) -> None:
-        if self.running:
-            await self._process.terminate()
-        self._process = None
-
-    async def _answers(self, _process) -> bool:
-        import aiohttp
-
-        connector = aiohttp.UnixConnector(str(self.socket))
-        try:
-            async with (
-                aiohttp.ClientSession(connector=connector) as session,
-                session.get("http://localhost/health", allow_redirects=False) as response,
-            ):
-                return response.status < 500
-        except (aiohttp.ClientError, OSError):
-            return False

@@ -6,11 +6,8 @@ import os
 import sys
 
 from jupyter_air.cluster.agent import NodeAgent, read_from
-from jupyter_air.training import rendezvous
 from jupyter_air.training.launch import Call, NodePlace
-
-#: Seconds between two looks at the launcher while a driver waits for this node to end.
-_WAIT_STEP_SECONDS = 1.0
+from jupyter_air.training.launcher import Launcher
 
 
 def localized(context: dict) -> dict:
@@ -29,40 +26,26 @@ class TrainingAgent(NodeAgent):
 
     def __init__(self, index: int):
         super().__init__(index)
-        # A Ray worker's __main__ is Ray's worker script. multiprocessing would import it again in every rank
-        # forked from the fork server (`import ray`: about 3 s per rank); ranks need nothing from it.
-        main = sys.modules["__main__"]
-        if getattr(main, "__file__", "").endswith("default_worker.py"):
-            del main.__file__
+        Launcher.get()  # the fork server imports torch while the driver creates the run
         self.call: Call | None = None
         self._port: int | None = None
-        self._metrics = None
 
     def reserve_port(self, host: str) -> int:
-        """Node 0: open the next call's rendezvous listener on ``host`` (this node's address); its port."""
-        self._port = rendezvous.reserve(host)
+        """Node 0: open the next call's rendezvous listener on ``host`` (this node's address) in the fork server,
+        which hands it to the call's store; its port."""
+        self._port = Launcher.get().reserve(host)
         return self._port
 
     def start(self, payload: bytes, context: dict, place: NodePlace) -> None:
         """Start this node's ranks; each waits for :meth:`release`."""
         self._forget_call()
-        self.call = Call(payload, localized(context), place, parent=self.folder)
+        port, self._port = (self._port, None) if place.node_rank == 0 else (None, self._port)
+        self.call = Call(payload, localized(context), place, parent=self.folder, reserved_port=port)
         self.call.start()
 
-    def release(self, overrides: dict[str, str], metrics_interval_seconds: float | None) -> None:
-        """Let the ranks run with this node's environment plus ``overrides``; sample system metrics into the run
-        (``system/node_<n>/...``) every ``metrics_interval_seconds`` unless None."""
+    def release(self, overrides: dict[str, str]) -> None:
+        """Let the ranks run with this node's environment plus ``overrides``."""
         self.call.release(overrides)
-        if metrics_interval_seconds is not None:
-            from jupyter_air.tracking.system_metrics import SystemMetrics
-
-            self._metrics = SystemMetrics(
-                overrides["MLFLOW_RUN_ID"],
-                metrics_interval_seconds,
-                node_id=f"node_{self.call.place.node_rank}",
-                tracking_uri=overrides["MLFLOW_TRACKING_URI"],
-            )
-            self._metrics.start()
 
     def poll(self, offsets: dict[int, int]) -> dict:
         """New bytes of each rank's log after ``offsets``, and whether the launcher still runs."""
@@ -70,16 +53,16 @@ class TrainingAgent(NodeAgent):
         chunks = {rank: read_from(call.log_path(rank), offsets.get(rank, 0)) for rank in call.place.ranks}
         return {"chunks": chunks, "running": call.running, "failed": call.failure_error() is not None}
 
-    def wait(self) -> bool:
-        """Return once the launcher has ended: the pending answer by which the driver learns the node died."""
-        while self.call is not None and self.call.running:
-            self.call.join(_WAIT_STEP_SECONDS)
-        return True
+    def running(self) -> bool:
+        return self.call is not None and self.call.running
+
+    def join(self, timeout: float) -> None:
+        self.call.join(timeout)
 
     def outcome(self) -> dict:
         """``{"results": {rank: pickled value}}``, or ``{"failure": DistributedError, "times": {rank: when}}``
         (when each failed rank wrote its error: which node failed first). Takes the last metrics sample first."""
-        self._stop_metrics()
+        self.stop_metrics()
         failure = self.call.failure_error()
         if failure is None:
             return {"results": self.call.result_bytes()}
@@ -87,27 +70,23 @@ class TrainingAgent(NodeAgent):
         times = {int(p.stem.split("_")[1]): p.stat().st_mtime for p in errors.glob("rank_*.json")}
         return {"failure": failure, "times": times}
 
-    def stop(self) -> bool:
-        """Stop every process of the call (SIGTERM, then SIGKILL); True once the launcher has ended."""
+    def stop(self, grace_seconds: float) -> bool:
+        """Stop every process of the call (SIGTERM, then SIGKILL after the call process's own grace, which
+        ``grace_seconds`` does not shorten); True once the launcher has ended."""
         if self.call is not None:
             self.call.stop()
-        self._stop_metrics()
+        self.stop_metrics()
         return self.call is None or not self.call.running
 
     def cleanup(self) -> None:
         """Forget the last call: its folder, its unused rendezvous listener."""
         self._forget_call()
         if self._port is not None:
-            rendezvous.unreserve(self._port)
+            Launcher.get().unreserve(self._port)
             self._port = None
 
     def _forget_call(self) -> None:
-        self._stop_metrics()
+        self.stop_metrics()
         if self.call is not None:
             self.call.cleanup()
             self.call = None
-
-    def _stop_metrics(self) -> None:
-        if self._metrics is not None:
-            metrics, self._metrics = self._metrics, None
-            metrics.stop()

@@ -2,37 +2,34 @@
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import functools
 import inspect
 import time
 
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
-from jupyter_air.training import runs
+from jupyter_air.run_card.card import card_mode
+from jupyter_air.run_card.starting import StartingCard
+from jupyter_air.training import remote, runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
-from jupyter_air.training.launch import Call, call_context, pack, world_size_for
+from jupyter_air.training.launch import Call, NodePlace, call_context, pack, world_size_for
+from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
-from jupyter_air.training.tracked import STOPPED, TrackedRun, quiet_launcher_logs
+from jupyter_air.training.tracked import STOPPED, TrackedRun
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
 _POLL_SECONDS = 0.1
-#: Seconds between two records of the call's process tree.
-_WATCH_SECONDS = 1.0
 
 
 def _wait(call: Call | ClusterCall, tail: RankLogTail, run: TrackedRun, timeout: float | None) -> None:
     deadline = None if timeout is None else time.monotonic() + timeout
-    watched = 0.0
     while call.running:
         call.join(_POLL_SECONDS)
         run.show_lines(tail.pump())
         if run.stop_requested():
             raise CallStopped(STOPPED)  # the caller stops every process, as for an interrupt
-        if time.monotonic() - watched >= _WATCH_SECONDS:
-            call.watch()
-            watched = time.monotonic()
         if deadline is not None and time.monotonic() > deadline and call.running:
             call.stop()
             raise DistributedTimeout(
@@ -52,20 +49,34 @@ def run_distributed(
     params: dict[str, str] | None = None,
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
-    from jupyter_air import warmup
-
-    warmup.wait("tracking")  # never import MLflow beside the warm-up thread
-    tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
-    params = runs.call_params(function, args, kwargs) if params is None else params
-    call = _prepare(function, args, kwargs, options, tags)  # fails here, before any run exists, if it cannot travel
+    starting = StartingCard(card_mode())  # in the cell at once, before anything is imported or launched
     try:
-        return _run_tracked(call, options, tags, params)
+        from jupyter_air import warmup
+
+        warmup.wait("tracking")  # never import MLflow beside the warm-up thread
+        tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
+        params = runs.call_params(function, args, kwargs) if params is None else params
+        if options.remote:
+            job_run_id = remote.submit(function, args, kwargs, options, tags, params)
+            starting.waiting(f"submitted as job {job_run_id}; an interrupt stops following it, never the job")
+        else:  # fails here, before any run exists, if it cannot travel
+            call = _prepare(function, args, kwargs, options, tags, starting)
+    except BaseException as exc:
+        starting.failed(exc)
+        raise
+    if options.remote:
+        return remote.follow(job_run_id, starting)
+    try:
+        return _run_tracked(call, options, tags, params, starting)
     finally:
         call.cleanup()
 
 
-def _prepare(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str]) -> Call | ClusterCall:
+def _prepare(
+    function, args: tuple, kwargs: dict, options: RunOptions, tags: dict[str, str], starting: StartingCard
+) -> Call | ClusterCall:
     """The call on this node, or on a Ray cluster for ``nodes > 1`` or an explicit ``ray_address``."""
+    payload = pack(function, args, kwargs)  # before anything else: a call that cannot travel fails at once
     if options.nodes > 1 or options.ray_address:
         address = configured_address(options.ray_address)
         if address is None:
@@ -74,48 +85,65 @@ def _prepare(function, args: tuple, kwargs: dict, options: RunOptions, tags: dic
                 f"the cluster) or ray_address='ray://head-host:10001', or set {RAY_ADDRESS_ENV} (the Jupyter "
                 "server sets it from c.JupyterAir.ray_address)"
             )
-        return ClusterCall(pack(function, args, kwargs), call_context(), options, address)
+        return ClusterCall(payload, call_context(), options, address)
+    if not Launcher.get().ready.done():
+        starting.waiting("waiting for its fork server to import PyTorch (once per kernel)")
     world_size, gpu_count = world_size_for(options.gpus)
     tags.update({"air.gpus": str(gpu_count), "air.world_size": str(world_size)})
-    return Call.here(function, args, kwargs, world_size)
+    return Call(payload, call_context(), NodePlace(world_size))
 
 
-def _run_tracked(call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str]) -> list:
-    here = isinstance(call, Call)
+def _run_tracked(
+    call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str], starting: StartingCard
+) -> list:
     run = None
     tail = None
     try:
-        with quiet_launcher_logs() if here else contextlib.nullcontext():
-            try:
-                call.start()  # the ranks start while their run is created, then wait for its id
-                tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
-                tags = tags if here else {**tags, **call.tags}
-                run = TrackedRun(
-                    experiment=options.experiment,
-                    run_name=options.run_name,
-                    tags=tags,
-                    world_size=int(tags["air.world_size"]),
-                    gpus=int(tags["air.gpus"]) // call.nodes,
-                    nodes=call.nodes,
-                )
-                call.release(runs.worker_environment(run.run))
-                # Each node of a cluster call samples itself into the run (system/node_<n>/...).
-                run.announce(params, options.log_system_metrics and here)
-                _wait(call, tail, run, options.timeout)
-            finally:
-                call.stop()
+        try:
+            call.start(starting.waiting)  # the ranks start while their run is created, then wait for its id
+            tail = RankLogTail([path for files in call.log_files().values() for _, path in sorted(files.items())])
+            tags = {**tags, **call.tags}
+            starting.waiting("creating its MLflow run")
+            run = TrackedRun(
+                experiment=options.experiment,
+                run_name=options.run_name,
+                tags=tags,
+                world_size=int(tags["air.world_size"]),
+                gpus=int(tags["air.gpus"]) // call.nodes,
+                nodes=call.nodes,
+                starting=starting,
+            )
+            call.release(runs.worker_environment(run.run))
+            run.announce(params, log_system_metrics=False)
+            if options.log_system_metrics:
+                call.sample_metrics(run.run)  # where its ranks run: this kernel, or each node (system/node_<n>/...)
+            _wait(call, tail, run, options.timeout)
+        finally:
+            call.stop()
         results = call.results()
     except BaseException as exc:
         if run is not None:
             _keep_logs(tail, run, call)
             run.finish_for(exc)
+        else:
+            starting.failed(exc)
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, CallInterrupted):
             where = "and the run marked KILLED" if run is not None else "before its run was created"
-            raise CallInterrupted(f"the call was interrupted: every worker was stopped {where}") from None
+            exc = CallInterrupted(f"the call was interrupted: every worker was stopped {where}")
+            _remember(run, None, exc)
+            raise exc from None
+        _remember(run, None, exc)
         raise
     _keep_logs(tail, run, call)
     run.finish_for(None)
+    _remember(run, results, None)
     return results
+
+
+def _remember(run: TrackedRun | None, results: list | None, exc: BaseException | None) -> None:
+    """Keep the ended call for ``%air_attach RUN_ID`` (a browser that went away shows it again)."""
+    if run is not None:
+        remote.remember(run.run.run_id, run.card, results, exc)
 
 
 def _keep_logs(tail: RankLogTail, run: TrackedRun, call: Call | ClusterCall) -> None:
@@ -135,9 +163,14 @@ class DistributedFunction:
     def __call__(self, *args, **kwargs):
         return self._function(*args, **kwargs)
 
-    def distributed(self, *args, **kwargs) -> list:
-        """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank."""
-        return run_distributed(self._function, args, kwargs, self._options)
+    def distributed(self, *args, remote: bool | None = None, **kwargs) -> list:
+        """Run on every rank as one MLflow run; returns each rank's result, indexed by global rank.
+
+        ``remote=True`` (or the decorator's) submits it as a job that outlives the kernel (``attach`` follows it
+        again); the function's other arguments are passed on.
+        """
+        options = self._options if remote is None else dataclasses.replace(self._options, remote=remote)
+        return run_distributed(self._function, args, kwargs, options)
 
 
 def distributed(function=None, **options):
@@ -147,7 +180,8 @@ def distributed(function=None, **options):
     per GPU (None: every visible GPU; on a node without GPUs, ``gpus`` CPU processes, one when None);
     ``experiment`` / ``run_name`` where the run is recorded; ``log_system_metrics`` sample CPU, memory
     and GPU into the run; ``timeout`` seconds after which a hung call is stopped; ``nodes`` Ray nodes to
-    spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``).
+    spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``);
+    ``remote`` submit each call as a job that outlives the kernel.
     """
     run_options = RunOptions.of(options)
     from jupyter_air.warmup import warm_up

@@ -92,3 +92,8 @@ def run_cell_on_rank(source: str, filename: str, namespace: dict) -> dict | None
     stuck = unpicklable(assigned)
     values = {name: value for name, value in assigned.items() if name not in stuck}
     return {"values": values, "unpicklable": stuck}
+
+
+def is_cell_result(result) -> bool:
+    """Whether ``result`` is what :func:`run_cell_on_rank` returns on rank 0 (a remote cell's, attached again)."""
+    return isinstance(result, dict) and set(result) == {"values", "unpicklable"}

@@ -108,3 +108,18 @@ class CallStopped(RunStopped):
 
     def _render_traceback_(self) -> list[str]:
         return render(self, f"RunStopped: {self.args[0]}")
+
+
+class CallDetached(KeyboardInterrupt):
+    """The kernel was interrupted while following a remote call: the call's job keeps running."""
+
+    def __init__(self, job_run_id: str):
+        super().__init__(
+            f"stopped following job {job_run_id}; it keeps running. Follow it again with `%air_attach {job_run_id}` "
+            f"(or `jupyter_air.attach({job_run_id!r})`, from any kernel), stop it with the card's Stop or "
+            f"`air cancel {job_run_id}`"
+        )
+        self.job_run_id = job_run_id
+
+    def _render_traceback_(self) -> list[str]:
+        return render(self, f"KeyboardInterrupt: {self.args[0]}")

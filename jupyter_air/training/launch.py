@@ -1,12 +1,12 @@
-"""Start one worker process per rank with PyTorch's elastic launcher and stop them all on demand.
+"""One node's share of a call: its folder, its ranks started by the fork server, their results and errors.
 
-A :class:`Call` is one node's share of a launch: every rank on one node, or (``NodePlace.nnodes > 1``)
-node ``node_rank``'s ranks of a launch that other nodes' calls join through node 0's rendezvous store.
+A :class:`Call` is every rank on one node, or (``NodePlace.nnodes > 1``) node ``node_rank``'s ranks of a
+launch that other nodes' calls join through node 0's rendezvous store. The ranks run in processes of the fork
+server (:mod:`~jupyter_air.training.launcher`); this process never imports torch.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import linecache
 import os
@@ -14,54 +14,35 @@ import pathlib
 import shutil
 import sys
 import tempfile
-import threading
-import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
-from jupyter_air.procs import ProcessTree
+from jupyter_air.training.call_process import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
-from jupyter_air.training.pickling import dumps
+from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.pickling import culprit, dumps
 
-#: Start method for workers. A fork server is a fresh interpreter that imports torch but never
-#: touches CUDA; each rank is forked from it, so no rank inherits the kernel's CUDA context,
-#: threads or locks (plain ``fork`` would), and after the first call a rank starts in a fraction
-#: of ``spawn``'s time because torch is already imported.
-START_METHOD = "forkserver"
-_FORKSERVER_PRELOAD = ["torch", "torch.distributed", "cloudpickle", "jupyter_air.training.worker"]
-#: Seconds to wait for the launcher to notice stopped workers before giving up on it.
-_STOP_DEADLINE_SECONDS = 10.0
+#: Start method of the ranks, forked by the call's process (a fork of the fork server, which imported torch
+#: but never touched CUDA: no rank inherits a CUDA context, and torch is imported already).
+START_METHOD = "fork"
+#: Seconds to wait for the call's process to stop every process of the call.
+_STOP_DEADLINE_SECONDS = 15.0
 #: Environment variable every process of a call inherits (ranks' children and daemons included).
 CALL_ID_ENV = "AIR_CALL_ID"
-#: The thread that runs the elastic agent, which starts the ranks.
-AGENT_THREAD = "air-elastic-agent"
 #: Collective libraries' socket interface variables: set to the interface of the node's address unless the
 #: user chose one (loopback on one node).
 _INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 #: Seconds a node of a multi-node launch waits for the others at the rendezvous before it gives up.
 JOIN_TIMEOUT_SECONDS = 60
 
-_INSTALL_HINT = (
-    "`.distributed()` needs PyTorch: install it with `pip install 'jupyter-air[distributed]'` "
-    "(or `pip install torch`) in this kernel's environment, then restart the kernel."
-)
-
-
-def require_torch():
-    """Import torch or explain how to install it."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise DistributedError(_INSTALL_HINT) from exc
-    return torch
-
 
 def world_size_for(gpus: int | None) -> tuple[int, int]:
     """``(processes, gpus_used)``: one process per GPU, or ``gpus`` CPU processes on a node without GPUs.
 
-    ``gpus`` is checked by :class:`~jupyter_air.training.options.RunOptions` when the call is defined.
+    ``gpus`` is checked by :class:`~jupyter_air.training.options.RunOptions` when the call is defined. The
+    visible GPUs are counted by the fork server (waiting for it to be ready).
     """
-    visible = require_torch().cuda.device_count()
+    visible = Launcher.get().info()["cuda_devices"]
     if visible == 0:
         return (gpus or 1), 0
     if gpus is not None and gpus > visible:
@@ -80,47 +61,6 @@ def notebook_sources() -> dict[str, list[str]]:
         for name, entry in list(linecache.cache.items())
         if len(entry) == 4 and entry[1] is None and entry[2]
     }
-
-
-def _ranks_skip_the_main_module() -> None:
-    """Start ranks without running the script's ``__main__`` again in each of them (once per process).
-
-    multiprocessing prepares a new process by re-running the main script as ``__mp_main__``, so a script
-    without ``if __name__ == "__main__":`` would start a second call from every rank. Nothing of the main
-    module is needed there: the function and its arguments travel by value (cloudpickle). So the ranks'
-    preparation data leaves the main module out; only processes started by our agent thread are affected.
-    """
-    from multiprocessing import spawn
-
-    original = spawn.get_preparation_data
-    if getattr(original, "air_skips_main", False):
-        return
-
-    @functools.wraps(original)
-    def get_preparation_data(name):
-        data = original(name)
-        if threading.current_thread().name == AGENT_THREAD:
-            data.pop("init_main_from_path", None)
-            data.pop("init_main_from_name", None)
-        return data
-
-    get_preparation_data.air_skips_main = True
-    spawn.get_preparation_data = get_preparation_data
-
-
-def _prepare_fork_server() -> None:
-    import multiprocessing
-
-    multiprocessing.get_context("forkserver").set_forkserver_preload(_FORKSERVER_PRELOAD)
-
-
-def start_fork_server() -> None:
-    """Start the fork server now, rather than at the first call: a new interpreter that preloads torch (this
-    process imports nothing of torch here)."""
-    from multiprocessing import forkserver
-
-    _prepare_fork_server()
-    forkserver.ensure_running()
 
 
 @dataclass(frozen=True)
@@ -147,22 +87,21 @@ class NodePlace:
         return range(self.node_rank * self.nproc, (self.node_rank + 1) * self.nproc)
 
 
-def launch_config(place: NodePlace, log_dir: pathlib.Path, start_method: str = START_METHOD):
-    """The elastic launcher's settings for one node: its ranks, no restarts.
+def launch_config(place: NodePlace, folder: pathlib.Path, start_method: str = START_METHOD):
+    """The elastic launcher's settings for one node of the call in ``folder``: its ranks, no restarts.
 
-    One node: a rendezvous whose stores listen on loopback only. Several: torch's static rendezvous, whose
-    store is node 0's, listening on node 0's address only (see :mod:`~jupyter_air.training.rendezvous`).
+    One node: nothing listens, the stores are files in the call's private folder. Several: torch's static
+    rendezvous, whose store is node 0's, listening on node 0's address only (see
+    :mod:`~jupyter_air.training.rendezvous`). The agent leaves SIGTERM to the call's process.
     """
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
 
     from jupyter_air.training import rendezvous
 
-    if start_method == "forkserver":
-        _prepare_fork_server()
-    _ranks_skip_the_main_module()
     if place.nnodes == 1:
-        backend, endpoint, configs, address = rendezvous.register(), "", {}, rendezvous.LOOPBACK
+        backend, endpoint, address = rendezvous.register(), "", rendezvous.LOOPBACK
+        configs = {"folder": str(folder)}
     else:
         backend, endpoint, address = rendezvous.register_static(), place.endpoint, place.local_addr
         configs = {"rank": place.node_rank, "timeout": JOIN_TIMEOUT_SECONDS}
@@ -178,7 +117,8 @@ def launch_config(place: NodePlace, log_dir: pathlib.Path, start_method: str = S
         max_restarts=0,
         monitor_interval=0.05,
         start_method=start_method,
-        logs_specs=DefaultLogsSpecs(log_dir=str(log_dir)),
+        logs_specs=DefaultLogsSpecs(log_dir=str(folder / "elastic")),
+        signals_to_handle="SIGHUP",
     )
 
 
@@ -187,8 +127,9 @@ def pack(function, args: tuple, kwargs: dict) -> bytes:
     try:
         return dumps({"function": function, "args": args, "kwargs": kwargs})
     except Exception as exc:
+        where = culprit(function, args, kwargs)
         raise DistributedError(
-            f"cannot send the function or its arguments to the workers: {type(exc).__name__}: {exc}."
+            f"cannot send {where or 'the function or its arguments'} to the workers: {type(exc).__name__}: {exc}."
             " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
             " connections inside the function."
         ) from exc
@@ -210,12 +151,21 @@ def interfaces_for(address: str) -> dict[str, str]:
 
 
 class Call:
-    """One node's launch of a packed call (:func:`pack`): its ranks, their logs, results and errors."""
+    """One node's launch of a packed call (:func:`pack`): its ranks, their logs, results and errors.
 
-    def __init__(self, payload: bytes, context: dict, place: NodePlace, parent: pathlib.Path | None = None):
+    ``reserved_port``: node 0 of several, the rendezvous listener the fork server reserved for this launch.
+    """
+
+    def __init__(
+        self,
+        payload: bytes,
+        context: dict,
+        place: NodePlace,
+        parent: pathlib.Path | None = None,
+        reserved_port: int | None = None,
+    ):
         self.place = place
         self.id = uuid.uuid4().hex
-        self.tree = ProcessTree(marker={CALL_ID_ENV: self.id})
         self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-", dir=parent))
         for sub in ("logs", "pids", "results", "errors", "elastic"):
             (self.folder / sub).mkdir()
@@ -223,16 +173,12 @@ class Call:
             self.log_path(rank).touch()  # every rank has a log artifact, even one that never started
         (self.folder / "context.json").write_text(json.dumps(context))
         (self.folder / "payload.pkl").write_bytes(payload)
-        self._thread = threading.Thread(target=self._launch, name=AGENT_THREAD, daemon=True)
-        # Waiting on an Event, not Thread.join(): a KeyboardInterrupt inside join() makes CPython
-        # (before 3.13) mark the thread stopped while it still runs.
-        self._done = threading.Event()
-        self._failure: BaseException | None = None
+        self._reserved_port = reserved_port
+        self._launcher: Launcher | None = None
+        self._events = None
 
-    @classmethod
-    def here(cls, function, args: tuple, kwargs: dict, world_size: int) -> Call:
-        """Every rank on this node; fails before anything starts if the call cannot travel."""
-        return cls(pack(function, args, kwargs), call_context(), NodePlace(world_size))
+    #: Tags the call gives its run once started (a call on several nodes adds its shape; one node, none).
+    tags: dict[str, str] = {}
 
     @property
     def world_size(self) -> int:
@@ -245,9 +191,14 @@ class Call:
     def log_path(self, rank: int) -> pathlib.Path:
         return self.folder / "logs" / f"rank_{rank}.log"
 
-    def start(self) -> None:
-        """Launch the ranks; each waits for :meth:`release` before running the function."""
-        self._thread.start()
+    def start(self, note=lambda what: None) -> None:
+        """Launch the ranks in a process of the fork server; each waits for :meth:`release` before running."""
+        self._launcher = Launcher.get()
+        self._events = self._launcher.launch(self.id, self.folder, asdict(self.place), self._reserved_port)
+
+    def sample_metrics(self, run) -> None:
+        """Sample the system metrics of this node, where every rank runs, into ``run`` (a ManagedRun)."""
+        run.start_system_metrics()
 
     def log_files(self) -> dict[str, dict[int, pathlib.Path]]:
         """``{artifact folder: {global rank: log file}}`` of every rank of the call."""
@@ -260,45 +211,20 @@ class Call:
         staging.write_text(json.dumps(env))
         os.replace(staging, self.folder / "env.json")  # atomic: a rank never reads half of it
 
-    def _launch(self) -> None:
-        from torch.distributed.launcher.api import elastic_launch
-
-        from jupyter_air.training.worker import run_rank
-
-        try:  # each rank writes its result to a file: return values need not survive plain pickle
-            elastic_launch(launch_config(self.place, self.folder / "elastic"), run_rank)(str(self.folder))
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
-            self._failure = exc
-        finally:
-            self._done.set()
-
     @property
     def running(self) -> bool:
-        return self._thread.ident is not None and not self._done.is_set()
+        return self._events is not None and not self._events.ended.is_set()
 
     def join(self, timeout: float) -> None:
-        self._done.wait(timeout)
-
-    def watch(self) -> None:
-        """Record the ranks and their descendants now, so one whose parent dies first is still stopped."""
-        for pid_file in (self.folder / "pids").glob("rank_*.pid"):
-            try:
-                pid, created = pid_file.read_text().split()
-            except ValueError:
-                continue  # being written
-            if (int(pid), float(created)) not in self.tree.roots:
-                self.tree.add_root(int(pid), float(created))
-        self.tree.scan(by_marker=False)
+        if self._events is not None:
+            self._events.ended.wait(timeout)
 
     def stop(self) -> None:
-        """Stop every process of the call (SIGTERM, then SIGKILL) and wait for the launcher to notice."""
-        deadline = time.monotonic() + _STOP_DEADLINE_SECONDS
-        while True:
-            self.watch()
-            self.tree.stop()
-            if not self.running or time.monotonic() > deadline:
-                return
-            self._done.wait(0.1)  # a rank may have been forked after the scan
+        """Stop every process of the call (SIGTERM, then SIGKILL) and wait until its process has ended."""
+        if not self.running:
+            return
+        self._launcher.stop(self.id)
+        self._events.ended.wait(_STOP_DEADLINE_SECONDS)
 
     def results(self) -> list:
         """Each rank's return value, indexed by global rank; raises DistributedError for a failed call."""
@@ -325,37 +251,45 @@ class Call:
 
     def failure_error(self) -> DistributedError | None:
         """The DistributedError describing the first failed rank of this node, or None when none failed."""
-        from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-
-        exc = self._failure
-        if exc is None:
+        if self.running:
             return None
-        if not isinstance(exc, ChildFailedError):
-            return DistributedError(f"the elastic launcher failed: {type(exc).__name__}: {exc}", node=self._node)
-        failures = {rank: f"{describe_exit(f.exitcode)}" for rank, f in exc.failures.items()}
-        rank, first = exc.get_first_failure()
+        outcome = read_outcome(self.folder)
+        if outcome is None:
+            code = self._events.code if self._events is not None else None
+            return DistributedError(
+                f"the call's launcher process {describe_exit(code)} before it could say how the call ended",
+                node=self._node,
+            )
+        if outcome["status"] == "ok":
+            return None
+        if outcome["status"] == "error":
+            return DistributedError(f"the elastic launcher failed: {outcome['message']}", node=self._node)
+        rank, exitcode = outcome["rank"], outcome["exitcode"]
+        failures = {int(r): describe_exit(code) for r, code in outcome["failures"].items()}
         error_file = self.folder / "errors" / f"rank_{rank}.json"
         if error_file.exists():
             error = json.loads(error_file.read_text())
             summary = f"{error['exception_type']}: {error['exception_message']}"
             return DistributedError(
-                f"rank {rank} failed ({describe_exit(first.exitcode)}): {summary}",
+                f"rank {rank} failed ({describe_exit(exitcode)}): {summary}",
                 rank=rank,
                 node=self._node,
-                exitcode=first.exitcode,
+                exitcode=exitcode,
                 exception_type=error["exception_type"],
                 exception_message=error["exception_message"],
                 worker_traceback=error["traceback"],
                 failures=failures,
             )
         return DistributedError(
-            f"rank {rank} {describe_exit(first.exitcode)} without raising a Python exception"
+            f"rank {rank} {describe_exit(exitcode)} without raising a Python exception"
             f" (os._exit, a crash or a signal); its output is in logs/node_{self.place.node_rank}/rank_{rank}.log",
             rank=rank,
             node=self._node,
-            exitcode=first.exitcode,
+            exitcode=exitcode,
             failures=failures,
         )
 
     def cleanup(self) -> None:
+        if self._launcher is not None:
+            self._launcher.forget(self.id)
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -50,6 +50,13 @@ class RunOptions:
         "on the cluster",
         str,
     )
+    remote: bool = _option(
+        False,
+        "--remote",
+        "submit the call as a job that outlives the kernel (a Ray Job on a cluster, else a detached job on this "
+        "machine); the cell follows it, an interrupt stops following, never the job (`%air_attach JOB` follows it "
+        "again)",
+    )
 
     def __post_init__(self):
         gpus, timeout, nodes = self.gpus, self.timeout, self.nodes
@@ -61,6 +68,8 @@ class RunOptions:
             raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ValueError(f"nodes must be a positive whole number of Ray nodes, got {nodes!r}")
+        if not isinstance(self.remote, bool):
+            raise ValueError(f"remote must be True or False, got {self.remote!r}")
         if self.ray_address is not None:
             from jupyter_air.cluster.address import check
 
@@ -113,7 +122,7 @@ def from_magic(args, **unquoted) -> RunOptions:
             continue
         value = getattr(args, attr)
         if field.type in (bool, "bool"):
-            values[field.name] = not value
+            values[field.name] = not value if field.metadata["flag"].startswith("--no-") else value
         elif value is not None:  # a flag not given keeps the option's default
             values[field.name] = unquoted.get(field.name) or value
     return RunOptions(**values)

@@ -28,3 +28,38 @@ def dumps(obj) -> bytes:
     buffer = io.BytesIO()
     _pickler_class()(buffer).dump(obj)
     return buffer.getvalue()
+
+
+def _picklable(value) -> bool:
+    try:
+        dumps(value)
+    except Exception:  # noqa: BLE001 - any pickling failure means the value cannot travel
+        return False
+    return True
+
+
+def _names_read(code: types.CodeType) -> set[str]:
+    """The global names ``code`` and the functions defined inside it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_read(const)
+    return names
+
+
+def culprit(function, args: tuple, kwargs: dict) -> str | None:
+    """Which part of a call cannot be pickled: an argument, or a global or closure variable the function reads
+    (None when none alone is the cause)."""
+    parts = [(f"argument {i}", value) for i, value in enumerate(args)]
+    parts += [(f"argument {name}=", value) for name, value in kwargs.items()]
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        scope = getattr(function, "__globals__", {})
+        used = f"that {getattr(function, '__qualname__', 'the function')} uses"
+        parts += [(f"the global {n!r} {used}", scope[n]) for n in sorted(_names_read(code)) if n in scope]
+        cells = zip(code.co_freevars, getattr(function, "__closure__", None) or (), strict=False)
+        parts += [(f"the variable {name!r} {used} from its enclosing function", c.cell_contents) for name, c in cells]
+    for where, value in parts:
+        if not _picklable(value):
+            return f"{where} (a {type(value).__module__}.{type(value).__qualname__})"
+    return None

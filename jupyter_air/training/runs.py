@@ -7,9 +7,11 @@ import os
 import pathlib
 import sys
 
+from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.tracking import naming
+from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
-from jupyter_air.tracking.store import client, ensure_experiment, tracking_uri
+from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 
 
 def notebook_path() -> str | None:
@@ -17,7 +19,20 @@ def notebook_path() -> str | None:
     return os.environ.get("JPY_SESSION_NAME") or None
 
 
-def _script_name() -> str:
+#: The source name of a kernel whose notebook is not known (run headless by nbclient or papermill).
+UNNAMED_NOTEBOOK = "unnamed-notebook"
+#: Names front ends give a kernel's user namespace for its notebook's file (VS Code; IPython's own session).
+_NOTEBOOK_VARIABLES = ("__vsc_ipynb_file__", "__session__")
+
+
+def script_name() -> str:
+    """The name of what runs here: the notebook's file as the kernel knows it, else the script's."""
+    if in_jupyter_kernel():
+        namespace = sys.modules["IPython"].get_ipython().user_ns
+        known = next(
+            (namespace[k] for k in _NOTEBOOK_VARIABLES if isinstance(namespace.get(k), str) and namespace[k]), ""
+        )
+        return pathlib.PurePath(known).stem or UNNAMED_NOTEBOOK  # never the kernel's launcher module
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None) or (sys.argv[0] if sys.argv and sys.argv[0] else "python")
     return pathlib.Path(path).stem or "python"
@@ -25,7 +40,7 @@ def _script_name() -> str:
 
 def default_experiment_name() -> str:
     """``/Users/<user>/<notebook or script name>``, like MLflow's notebook experiments."""
-    return naming.default_experiment_name(notebook_path() or _script_name())
+    return naming.default_experiment_name(notebook_path() or script_name())
 
 
 def _kernel_experiment_id() -> str | None:
@@ -43,30 +58,51 @@ def _active_run_id() -> str | None:
     return active.info.run_id if active else None
 
 
-def _parent_in_store(mlflow_client) -> tuple[str | None, str | None]:
+def _parent_in_store(tracking) -> tuple[str | None, str | None]:
     """``(run id, experiment id)`` of the kernel's active run when it lives in this store, else Nones."""
-    from mlflow.exceptions import MlflowException
-
     parent_id = _active_run_id()
     if not parent_id:
         return None, None
     try:
-        return parent_id, mlflow_client.get_run(parent_id).info.experiment_id
-    except MlflowException:
+        return parent_id, tracking.get_run(parent_id).info.experiment_id
+    except TrackingError:
         return None, None  # active in another tracking store: the new run cannot be its child
 
 
-def resolve_experiment(explicit: str | None, parent_experiment_id: str | None = None) -> str:
+def resolve_experiment(explicit: str | None, parent_experiment_id: str | None = None, tracking=None) -> str:
     """Experiment id, first rule that applies: ``explicit``, the parent run's, ``mlflow.set_experiment``,
     ``MLFLOW_EXPERIMENT_NAME``, then :func:`default_experiment_name`."""
     if explicit:
-        return ensure_experiment(explicit)
+        return ensure_experiment(explicit, tracking=tracking)
     if parent_experiment_id:
         return parent_experiment_id
     chosen = _kernel_experiment_id()
     if chosen:
         return chosen
-    return ensure_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name())
+    return ensure_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name(), tracking=tracking)
+
+
+def experiment_name(explicit: str | None) -> str:
+    """The name of the experiment a call records into, by :func:`resolve_experiment`'s rules (without a parent run,
+    nothing created): for a call run elsewhere, as a job."""
+    if explicit:
+        return explicit
+    chosen = _kernel_experiment_id()
+    if chosen:
+        return tracker().get_experiment(chosen).name
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name()
+
+
+def source_tags() -> dict[str, str]:
+    """Where a call comes from: the notebook (or script), this node, the user."""
+    path = notebook_path()
+    return {
+        "mlflow.source.name": path or script_name(),
+        "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
+        **({"air.notebook_path": path} if path else {}),
+        naming.NODE_TAG: naming.node_name(),
+        "mlflow.user": naming.run_user(),
+    }
 
 
 def call_params(function, args: tuple, kwargs: dict) -> dict[str, str]:
@@ -94,22 +130,18 @@ def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, 
     Only what the workers need is settled here; the link, params and system metrics can follow
     while the workers start.
     """
-    path = notebook_path()
-    source_tags = {
-        "mlflow.source.name": path or _script_name(),
-        "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
-        **({"air.notebook_path": path} if path else {}),
-        naming.NODE_TAG: naming.node_name(),
-        **tags,
-    }
+    found = {**source_tags(), **tags}
+    user = found.pop("mlflow.user")
+    tracking = tracker()
     resume_id = os.environ.get("MLFLOW_RUN_ID")
     if resume_id:
-        return ManagedRun.resume(resume_id, run_name=run_name, tags=source_tags)
-    parent_id, parent_experiment = _parent_in_store(client())
-    experiment_id = resolve_experiment(experiment, parent_experiment)
-    user = {"mlflow.user": naming.run_user()}
+        return ManagedRun.resume(resume_id, run_name=run_name, tags=found, tracking=tracking)
+    parent_id, parent_experiment = _parent_in_store(tracking)
+    experiment_id = resolve_experiment(experiment, parent_experiment, tracking)
     parent = {"mlflow.parentRunId": parent_id} if parent_id else {}
-    return ManagedRun.create(experiment_id, run_name=run_name, tags={**user, **source_tags, **parent})
+    return ManagedRun.create(
+        experiment_id, run_name=run_name, tags={"mlflow.user": user, **found, **parent}, tracking=tracking
+    )
 
 
 def worker_environment(run: ManagedRun) -> dict[str, str]:

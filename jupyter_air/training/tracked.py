@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-import logging
+import importlib.abc
+import importlib.util
 import os
 import signal
+import sys
 import threading
 
 from jupyter_air.run_card.card import RunCard, card_mode, header_for
 from jupyter_air.run_card.metrics import MetricReader
+from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.run_card.state import CardState
 from jupyter_air.tracking.stops import LiveRun
 from jupyter_air.training import runs
 from jupyter_air.training.errors import CallStopped
 
-_LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
 #: Why a run stopped from its card (or the Stop route) ended KILLED; also the message of the CallStopped raised.
 STOPPED = "stopped with the Stop button; every process of the call was stopped"
 #: Seconds between two looks for a Stop request while a cell runs in the kernel's main thread.
@@ -39,23 +41,26 @@ class TrackedRun:
         world_size: int = 1,
         gpus: int = 0,
         nodes: int = 1,
+        starting: StartingCard | None = None,
     ):
+        self.starting = starting
         self.run = runs.create_run(experiment=experiment, run_name=run_name, tags=tags)
+        with self.run.guard():  # registered at once: if this process dies, the server's check ends the run
+            self.live: LiveRun = LiveRun(self.run.run_id)
         self.card: RunCard | None = None
-        self.live: LiveRun | None = None
         self._placement = {"kind": kind, "world_size": world_size, "gpus": gpus, "nodes": nodes}
 
     def announce(self, params: dict[str, str], log_system_metrics: bool, stoppable: bool = True) -> None:
         """Show the run's card, let Stop requests reach it, record its parameters and start system metrics."""
         with self.run.guard():
             self.run.describe()
-            self.live = LiveRun(self.run.run_id)
             state = CardState(header_for(self.run, **self._placement))
             self.card = RunCard(state, MetricReader(self.run.client, self.run.run_id), card_mode(), stoppable)
-            self.card.show()
+            self.card.show(self.starting.handle if self.starting is not None else None)
             self.run.log_params(params)
-            if log_system_metrics:
-                self.run.start_system_metrics()
+            if log_system_metrics:  # the energy of the call's GPUs; a cell in the kernel may use every visible one
+                kernel = self._placement["kind"] == "kernel"
+                self.run.start_system_metrics(gpus=None if kernel else list(state.header.gpus))
 
     def show_lines(self, lines: list[tuple[int, str]]) -> None:
         """The ranks' new ``(rank, line)`` output, for the card."""
@@ -64,15 +69,14 @@ class TrackedRun:
 
     def stop_requested(self) -> bool:
         """True once the Stop button (the ``runs/<id>/stop`` route) asked for this run to stop."""
-        return self.live is not None and self.live.requested()
+        return self.live.requested()
 
     def finish_for(self, exc: BaseException | None) -> None:
         """End FINISHED, KILLED for an interrupt or a stop, or FAILED with the exception as root cause; show it."""
         try:
             self.run.end_for(exc)
         finally:
-            if self.live is not None:
-                self.live.close()
+            self.live.close()
             if self.card is not None:
                 self.card.finish(self.run.status or "FAILED", exc)
 
@@ -84,7 +88,12 @@ def tracked_run(*, experiment, run_name, tags, params, log_system_metrics):
     In the main thread, the card's Stop interrupts the block as the kernel's interrupt does (SIGINT), and the
     block raises :class:`~jupyter_air.training.errors.CallStopped`.
     """
-    run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel")
+    starting = StartingCard(card_mode(), "creating its MLflow run")
+    try:
+        run = TrackedRun(experiment=experiment, run_name=run_name, tags=tags, kind="kernel", starting=starting)
+    except BaseException as exc:
+        starting.failed(exc)
+        raise
     in_main = threading.current_thread() is threading.main_thread()
     try:
         run.announce(params, log_system_metrics, stoppable=in_main)
@@ -127,21 +136,31 @@ def _interrupted_on_stop(run: TrackedRun):
 def active_in_kernel(run_id: str):
     """Make the run the kernel's active MLflow run for the block, so ``mlflow.log_*`` in a cell goes to it.
 
-    MLflow reads (and removes) ``MLFLOW_RUN_ID`` and reads ``MLFLOW_TRACKING_URI`` from the environment:
-    both are set for the block and put back as they were after it.
+    A kernel that has not imported MLflow does not import it for this: the run becomes active when the cell
+    imports MLflow. MLflow reads ``MLFLOW_TRACKING_URI`` from the environment: it is set for the block and put
+    back as it was after it.
     """
-    import mlflow
-
     from jupyter_air.tracking.store import tracking_uri
 
     saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
     os.environ["MLFLOW_TRACKING_URI"] = tracking_uri()
+    hook = None
     try:
-        mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
+        if "mlflow" in sys.modules:
+            mlflow = sys.modules["mlflow"]
+            mlflow.start_run(run_id=run_id, nested=mlflow.active_run() is not None)
+        else:
+            hook = _StartOnImport(run_id)
+            sys.meta_path.insert(0, hook)
         try:
             yield
         finally:
-            mlflow.end_run()
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+            mlflow = sys.modules.get("mlflow")
+            active = mlflow.active_run() if mlflow is not None and hasattr(mlflow, "active_run") else None
+            if active is not None and active.info.run_id == run_id:
+                mlflow.end_run()
     finally:
         for key, value in saved.items():
             if value is None:
@@ -150,22 +169,25 @@ def active_in_kernel(run_id: str):
                 os.environ[key] = value
 
 
-@contextlib.contextmanager
-def quiet_launcher_logs():
-    """Keep the elastic launcher's own log records out of the cell; failures are reported by us.
+class _StartOnImport(importlib.abc.MetaPathFinder):
+    """Starts ``run_id`` as MLflow's active run as soon as MLflow is imported (once)."""
 
-    torch gives each of its loggers an explicit level, so each one is silenced, not just the parents.
-    """
-    import torch.distributed.launcher.api  # noqa: F401 - creates the launcher's loggers before we silence them
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.done = False
 
-    loggers = [
-        logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith(_LAUNCHER_LOGGERS)
-    ]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
+    def find_spec(self, name, path=None, target=None):
+        if name != "mlflow" or self.done:
+            return None
+        self.done = True  # also keeps the look-up below from coming back here
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        execute, run_id = spec.loader.exec_module, self.run_id
+
+        def exec_module(module):
+            execute(module)
+            module.start_run(run_id=run_id)
+
+        spec.loader.exec_module = exec_module  # this spec's own loader
+        return spec

@@ -6,11 +6,16 @@ import json
 import linecache
 import os
 import pathlib
+import signal
 import sys
 import time
 import traceback
 
 import psutil
+
+from jupyter_air import procs
+from jupyter_air.training import rendezvous
+from jupyter_air.training.call_process import PARENT_ENV
 
 #: Seconds a rank waits for the kernel to create the call's run (a first run may migrate the database).
 _RELEASE_TIMEOUT_SECONDS = 300
@@ -80,12 +85,15 @@ def run_rank(call_dir: str) -> None:
     import cloudpickle
 
     folder = pathlib.Path(call_dir)
+    procs.die_with_parent(int(os.environ[PARENT_ENV]), signal.SIGKILL)  # never outlive the call's process
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     me = psutil.Process()
     (folder / "pids" / f"rank_{rank}.pid").write_text(f"{me.pid} {me.create_time()}")
     _redirect_output(folder / "logs" / f"rank_{rank}.log")
     _apply_environment(_wait_for_release(folder / "env.json"))
+    if os.environ["GROUP_WORLD_SIZE"] == "1":
+        rendezvous.use_private_store(folder)
     context = json.loads((folder / "context.json").read_text())
     sys.path[:] = context["sys_path"]
     os.chdir(context["cwd"])

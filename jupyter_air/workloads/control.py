@@ -8,27 +8,33 @@ import time
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
-from .store import Job, JobStore
+from .records import Job
+from .store import JobStore
 from .supervisor import attempt_marker
 
 log = logging.getLogger(__name__)
 
 #: Seconds `cancel` waits for the supervisor to stop the workload before stopping it itself.
 CANCEL_WAIT_SECONDS = 8.0
+#: Ended jobs looked at for what their runner says of them last (the newest first).
+_RECENT_JOBS = 20
 
 
 def reap(store: JobStore) -> list[str]:
-    """Mark FAILED every active job whose supervisor is gone (killed, machine restarted); returns their ids."""
+    """Mark FAILED every active job whose supervisor is gone (killed, machine restarted, its Ray job ended);
+    CANCELED when a cancel was asked for. Returns their ids."""
     reaped = []
     for job in store.list(active_only=True, limit=1_000_000):
-        executor = executor_for(job)
-        if executor.is_alive(job):
+        reason = executor_for(job).gone(store, job)
+        if reason is None:
             continue
-        who = f"supervisor process {job.supervisor_pid}" if job.supervisor_pid else "supervisor"
-        reason = f"{who} is gone (killed, or the machine restarted) while the job was {job.status}"
-        if store.finish(job.job_run_id, "FAILED", reason, open_attempts="FAILED"):
-            _take_over(store, job, "FAILED", reason)
+        status, run_status = ("CANCELED", "KILLED") if job.cancel_requested else ("FAILED", "FAILED")
+        if store.finish(job.job_run_id, status, reason, open_attempts=run_status):
+            _take_over(store, job, run_status, reason)
             reaped.append(job.job_run_id)
+    for job in store.list(active_only=False, limit=_RECENT_JOBS):
+        if not job.active:
+            executor_for(job).observe(store, job)  # a Ray Job's final status, once Ray has it
     return reaped
 
 
@@ -41,7 +47,7 @@ def cancel(store: JobStore, job: Job, wait_seconds: float = CANCEL_WAIT_SECONDS)
         current = store.get(job.job_run_id)
         if not current.active:
             return current
-        if not executor.is_alive(current):
+        if executor.gone(store, current):
             break
         time.sleep(0.05)
     current = store.get(job.job_run_id)

@@ -1,47 +1,47 @@
-"""Executors start and stop what runs a job, and say where its attempts run.
+"""Executors start and stop what runs a job (its supervisor), and say where its attempts run.
 
-Both run a detached supervisor on this machine. ``local`` runs each attempt here (a NodeProcess);
-``ray`` runs it on ``compute.num_nodes`` nodes of a Ray cluster, the supervisor being Ray's driver
-(one actor per node, each running the command as a NodeProcess: see ``ray_nodes``).
+``local`` runs a detached supervisor on this machine and each attempt here. ``ray-job`` runs the supervisor as a
+Ray Job inside the cluster (see :mod:`ray_jobs`) and each attempt on ``compute.num_nodes`` nodes (one actor per
+node: see ``ray_nodes``); ``ray`` does the same with the supervisor detached on this machine, for a cluster
+reached through Ray Client (``ray://``), where this machine is no node the Ray Job could be pinned to.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import open_private
 
-from .logs import node_dir
-from .node import NodeProcess
-from .store import Job, JobStore, now_ms
+from . import ray_jobs
+from .records import Job, now_ms
+from .runners import AttemptContext, AttemptRunner, runner_check, runner_for
+from .store import JobStore
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
 _START_GRACE_SECONDS = 30
+#: What a supervisor of a Ray Job is given from the submitter's environment: Ray's own variables stay the job's.
+_NOT_PASSED = ("RAY_",)
+ENVIRONMENT_FILE = "environment.json"
 
 
 class Executor(ABC):
     """What a backend must do for the `air` commands and for the supervisor of each job."""
 
     name: str
-    #: Whether attempts run on this machine (GPUs reserved here, system metrics sampled here).
-    runs_here: bool = True
+    #: Where attempts run: ``local`` (this machine) or ``ray`` (nodes of a Ray cluster); see ``runners.RUNNERS``.
+    place: str
 
-    @abstractmethod
-    def nodes(
-        self, spec: dict, job_dir: Path, attempt: int, marker: dict[str, str], umask: int | None, gpus: list[int]
-    ):
-        """What runs one attempt: ``place(cancel, note)``, ``start(overrides, metrics_interval_seconds)``, then
-        the calls of a :class:`NodeProcess` (``wait``, ``stop``, ``finish``, ``problem``, ``pid``), ``log_dirs``
-        and ``nodes`` (where each node ran, or None on this machine)."""
+    def runner(self, context: AttemptContext) -> AttemptRunner:
+        """What runs one attempt of the job, here or on the cluster."""
+        return runner_for(context, self.place)
 
     @abstractmethod
     def submit(self, store: JobStore, job: Job) -> None:
@@ -52,83 +52,35 @@ class Executor(ABC):
         """Ask whatever runs `job` to stop it (it ends the job as CANCELED)."""
 
     @abstractmethod
-    def is_alive(self, job: Job) -> bool:
-        """Whether whatever runs `job` still exists; False makes the job FAILED on the next command."""
+    def gone(self, store: JobStore, job: Job) -> str | None:
+        """Why whatever runs `job` no longer exists (the job then fails), None while it does; records what it
+        learns of it."""
 
     @abstractmethod
     def stop_leftovers(self, job: Job) -> None:
         """Stop every process of `job` that its runner left behind."""
 
+    def observe(self, store: JobStore, job: Job) -> None:
+        """Record what the runner of an ended job says of it now (nothing to ask, but for a Ray Job)."""
+        return None
 
-class LocalNodes:
-    """An attempt on this machine: the command as one NodeProcess, started once the attempt's run exists."""
-
-    nodes = None
-
-    def __init__(self, spec: dict, job_dir: Path, attempt: int, marker: dict[str, str], umask, gpus: list[int]):
-        self.spec = spec
-        self.marker = marker
-        self.umask = umask
-        self.gpus = gpus
-        self.log_dirs = [node_dir(job_dir, attempt, 0)]
-        self.process: NodeProcess | None = None
-
-    def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
-        return True  # the GPUs were reserved for the whole job
-
-    def start(self, overrides: dict[str, str], metrics_interval_seconds: float | None) -> None:
-        env = {
-            **os.environ,
-            **overrides,
-            "NODE_RANK": "0",
-            "NUM_NODES": "1",
-            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in self.gpus),
-        }
-        root = self.spec["code_source"]["root_path"]
-        self.process = NodeProcess(self.spec["command"], root, env, self.log_dirs[0], self.marker, self.umask)
-        self.process.start()
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def started(self) -> float | None:
-        return self.process.started
-
-    @property
-    def problem(self) -> str | None:
-        return self.process.problem
-
-    def wait(self, timeout: float) -> int | None:
-        return self.process.wait(timeout)
-
-    def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
-        return self.process.stop(grace_seconds)
-
-    def finish(self) -> None:
-        if self.process is not None:
-            self.process.finish()
+    def command_problem(self, spec: dict) -> str | None:
+        """Why the workload cannot start where this executor runs it (``field: why``, e.g. a command whose program
+        is not here), checked before anything is created; None when it can, or when only its nodes can tell."""
+        return runner_check(spec, self.place)
 
 
 class LocalExecutor(Executor):
     """One supervisor process per job on this machine, in its own session so it outlives the terminal."""
 
     name = "local"
-
-    def nodes(self, spec, job_dir, attempt, marker, umask, gpus) -> LocalNodes:
-        return LocalNodes(spec, job_dir, attempt, marker, umask, gpus)
+    place = "local"
 
     def submit(self, store: JobStore, job: Job) -> None:
         job_dir = store.job_dir(job.job_run_id)
-        package_parent = str(Path(__file__).resolve().parents[2])
-        code = (
-            "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-            "from jupyter_air.workloads.supervisor import main; main(sys.argv[1:])"
-        )
         with open_private(job_dir / "supervisor.log") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-c", code, package_parent, job.job_run_id],
+                supervisor_argv(job.job_run_id),
                 cwd=job_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -144,10 +96,17 @@ class LocalExecutor(Executor):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(job.supervisor_pid, signal.SIGTERM)
 
-    def is_alive(self, job: Job) -> bool:
+    def gone(self, store: JobStore, job: Job) -> str | None:
         if job.supervisor_pid is None:
-            return now_ms() - job.submitted_ms < _START_GRACE_SECONDS * 1000
-        return procs.is_alive(job.supervisor_pid, job.supervisor_started)
+            if now_ms() - job.submitted_ms < _START_GRACE_SECONDS * 1000:
+                return None
+            return f"its supervisor never started (within {_START_GRACE_SECONDS} s) while the job was {job.status}"
+        if procs.is_alive(job.supervisor_pid, job.supervisor_started):
+            return None
+        return (
+            f"supervisor process {job.supervisor_pid} is gone (killed, or the machine restarted) while the job was "
+            f"{job.status}"
+        )
 
     def stop_leftovers(self, job: Job) -> None:
         from .supervisor import attempt_marker
@@ -162,22 +121,85 @@ class LocalExecutor(Executor):
 
 
 class RayExecutor(LocalExecutor):
-    """The supervisor here, each attempt on nodes of a Ray cluster (placed again for every attempt).
+    """The supervisor detached here, each attempt on nodes of a Ray cluster (placed again for every attempt).
 
     Killing the supervisor ends its Ray connection: Ray kills its actors, and each node's guard stops the
     command there, so stopping leftovers here is all a cancel needs.
     """
 
     name = "ray"
-    runs_here = False
-
-    def nodes(self, spec, job_dir, attempt, marker, umask, gpus):
-        from .ray_nodes import RayNodes
-
-        return RayNodes(spec, job_dir, attempt, marker, umask)
+    place = "ray"
 
 
-EXECUTORS: dict[str, type[Executor]] = {LocalExecutor.name: LocalExecutor, RayExecutor.name: RayExecutor}
+class RayJobExecutor(RayExecutor):
+    """The supervisor as a Ray Job of the cluster (its submission id is the job run id), attempts on its nodes.
+
+    Ray's status of the job is the truth while Ray knows the job: it is mirrored into the store (``ray_status``),
+    and a job Ray has ended while the store says it runs is failed (or canceled) for its supervisor.
+    """
+
+    name = "ray-job"
+
+    def submit(self, store: JobStore, job: Job) -> None:
+        job_dir = store.job_dir(job.job_run_id)
+        passed = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
+        with open_private(job_dir / ENVIRONMENT_FILE) as f:  # tracking credentials included: owner-only
+            f.write(json.dumps(passed).encode())
+        open_private(job_dir / "supervisor.log").close()  # owner-only before Ray's shell appends to it
+        metadata = {"air.job_run_id": job.job_run_id, "air.experiment_name": job.experiment_name, "air.user": job.user}
+        argv = supervisor_argv(job.job_run_id, str(store.home))
+        url = ray_jobs.submit(job.job_run_id, job_dir, argv, job.workload["compute"]["ray_address"], metadata)
+        store.update(job.job_run_id, ray_job_url=url, ray_status="PENDING")
+
+    def request_cancel(self, store: JobStore, job: Job) -> None:
+        store.update(job.job_run_id, cancel_requested=1)
+        if job.ray_job_url:
+            ray_jobs.stop(job.ray_job_url, job.job_run_id)
+
+    def gone(self, store: JobStore, job: Job) -> str | None:
+        if job.ray_job_url is None:  # not submitted (yet): as a detached supervisor would be
+            return super().gone(store, job)
+        seen = self._mirror(store, job)
+        if seen is None:  # the job server cannot be asked now: the supervisor runs on this machine, look there
+            return super().gone(store, job) if job.supervisor_pid else None
+        if seen.status in ray_jobs.ACTIVE:
+            return None
+        if seen.status is None:
+            return f"its Ray job is gone: {seen.message}"
+        said = f": {seen.message}" if seen.message else ""
+        return f"its Ray job ended {seen.status} while the job was {job.status}{said}"
+
+    def stop_leftovers(self, job: Job) -> None:
+        if job.ray_job_url:
+            ray_jobs.stop(job.ray_job_url, job.job_run_id)
+        super().stop_leftovers(job)
+
+    def observe(self, store: JobStore, job: Job) -> None:
+        if job.ray_job_url is not None and job.ray_status in ray_jobs.ACTIVE:  # Ray's last word is not in yet
+            self._mirror(store, job)
+
+    @staticmethod
+    def _mirror(store: JobStore, job: Job) -> ray_jobs.RayJobState | None:
+        """Ray's state of the job now, its status recorded as ``ray_status``; None when Ray cannot be asked."""
+        seen = ray_jobs.state(job.ray_job_url, job.job_run_id)
+        if seen is not None and seen.status != job.ray_status:
+            store.update(job.job_run_id, ray_status=seen.status)
+        return seen
+
+
+def supervisor_argv(*args: str) -> list[str]:
+    """The command of a job's supervisor: this Python with this package first on its path, then ``args``."""
+    package_parent = str(Path(__file__).resolve().parents[2])
+    code = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from jupyter_air.workloads.supervisor import main; main(sys.argv[1:])"
+    )
+    return [sys.executable, "-c", code, package_parent, *args]
+
+
+EXECUTORS: dict[str, type[Executor]] = {
+    executor.name: executor for executor in (LocalExecutor, RayExecutor, RayJobExecutor)
+}
 
 
 def executor_for(job_or_name: Job | str) -> Executor:

@@ -33,9 +33,11 @@ def node_gpus() -> NodeGpus:
 
 
 def check_compute(num_accelerators: int, accelerator_type: str | None, node: NodeGpus) -> str | None:
-    """Why this node can never run the workload's compute request, or None when it can."""
+    """Why this node can never run the workload's compute request (``field.path: why``), or None when it can."""
+    simulated = node.source == "simulated"
+    note = " (simulated GPUs, JUPYTER_AIR_GPU_SOURCE=simulated: not real hardware)" if simulated else ""
     if num_accelerators > len(node.gpus):
-        have = f"{len(node.gpus)}" if node.gpus else f"none ({node.reason})"
+        have = f"{len(node.gpus)}{note}" if node.gpus else f"none ({node.reason})"
         return (
             f"compute.num_accelerators: {num_accelerators} GPU(s) requested but this node has {have}; "
             "set compute.num_accelerators: 0 to run on CPU"
@@ -49,6 +51,6 @@ def check_compute(num_accelerators: int, accelerator_type: str | None, node: Nod
             names = ", ".join(sorted({name for _, name in node.gpus})) or "no GPU"
             return (
                 f"compute.accelerator_type: {accelerator_type} needs {count} '{match.group(2) if match else model}'"
-                f" GPU(s) but this node has {len(matching)} ({names})"
+                f" GPU(s) but this node has {len(matching)} ({names}){note}"
             )
     return None

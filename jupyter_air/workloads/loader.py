@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ from .spec import Workload, field_names
 FieldPath = tuple[str, ...]
 #: Most values a workload file may hold once its YAML aliases are expanded (a real one holds dozens).
 MAX_VALUES = 10_000
+#: Deepest nesting of lists and mappings a workload file (or an override) may have (a real one has 3 levels).
+MAX_DEPTH = 50
 
 
 class WorkloadError(Exception):
@@ -33,6 +35,14 @@ class ResolvedWorkload:
     workload: Workload
     source: Path
     root_path: Path
+    lines: dict[FieldPath, int] = field(default_factory=dict)
+    overridden: frozenset[FieldPath] = frozenset()
+
+    def locate(self, problem: str, label: str) -> str:
+        """``file:line: field.path: message`` for a ``field.path: message`` problem found after loading (``label``:
+        the file as the user named it)."""
+        path = tuple(problem.split(":", 1)[0].split("."))
+        return f"{_where(path, self.lines, set(self.overridden), label)}{problem}"
 
     def as_dict(self) -> dict[str, Any]:
         data = self.workload.model_dump(mode="json")
@@ -44,10 +54,13 @@ class ResolvedWorkload:
         return data
 
 
-def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> ResolvedWorkload:
-    """Parse, override and validate the workload at `path`; raise `WorkloadError` on any problem."""
+def load_workload(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None
+) -> ResolvedWorkload:
+    """Parse, override and validate the workload at `path` (named `label` in problems, default `path`); raise
+    `WorkloadError` on any problem."""
     source = Path(path)
-    label = str(path)
+    label = label or str(path)
     try:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -61,9 +74,8 @@ def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     except ValidationError as exc:
         workload = None
         problems = _describe_all(exc.errors(), data, lines, overridden, label)
-    raw_root = (
-        (data.get("code_source") or {}).get("root_path", ".") if isinstance(data.get("code_source"), dict) else "."
-    )
+    code_source = data.get("code_source")
+    raw_root = code_source.get("root_path", ".") if isinstance(code_source, dict) else "."
     if isinstance(raw_root, str) and "\0" not in raw_root and not (folder / raw_root).resolve().is_dir():
         where = _where(("code_source", "root_path"), lines, overridden, label)
         problems.append(f"{where}code_source.root_path: {(folder / raw_root).resolve()} is not a directory")
@@ -73,11 +85,13 @@ def load_workload(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     location = workload.mlflow_artifact_location
     if location and "://" not in location:  # a local path: relative to the workload file, like root_path
         workload = workload.model_copy(update={"mlflow_artifact_location": str((folder / location).resolve())})
-    return ResolvedWorkload(workload=workload, source=source.resolve(), root_path=root)
+    return ResolvedWorkload(workload, source.resolve(), root, lines, frozenset(overridden))
 
 
 def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]:
     try:
+        if (deep := _too_deep(text)) is not None:
+            raise WorkloadError(label, [f"{label}:{deep}: lists and mappings nest more than {MAX_DEPTH} deep here"])
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         if node is not None:
             _refuse_alias_bombs(node, label)
@@ -85,20 +99,60 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise WorkloadError(label, [f"{label}{line}: not valid YAML: {exc.problem or exc}"]) from None
+        raise WorkloadError(label, [f"{label}{line}: not valid YAML: {_yaml_problem(exc)}"]) from None
     except yaml.YAMLError as exc:
         raise WorkloadError(label, [f"{label}: not valid YAML: {exc}"]) from None
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise WorkloadError(
-            label, [f"{label}:1: the workload must be a mapping with experiment_name and command, not {kind}"]
-        )
+        problem = f"{label}:1: the workload must be a mapping with experiment_name and command, not {kind}"
+        raise WorkloadError(label, [problem])
     lines: dict[FieldPath, int] = {}
     duplicates: list[str] = []
     _walk(node, (), lines, duplicates)
     if duplicates:
         raise WorkloadError(label, [f"{label}:{d}" for d in duplicates])
     return data, lines
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where lists and mappings nest deeper than MAX_DEPTH, read as a stream of events (PyYAML builds
+    nested values recursively, and would fail on thousands of levels without saying where)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark.line + 1
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+    return None
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """What is wrong, in words a person editing the file acts on (PyYAML's say how its parser got lost)."""
+    problem, at, begun = exc.problem or "", exc.problem_mark, exc.context_mark
+    opened = f" begun on line {begun.line + 1}" if begun else ""
+    if problem.startswith("expected <block end>") and begun and at:
+        if problem.endswith("'-'"):
+            return f"a list item ('- ...') among the keys of the mapping{opened}: put the list under a key, indented"
+        what = "keys of the mapping" if "mapping" in (exc.context or "") else "items of the list"
+        return (
+            f"bad indentation: this line starts in column {at.column + 1}, but the {what}{opened} "
+            f"start in column {begun.column + 1}; line it up with them (with spaces)"
+        )
+    if problem == "mapping values are not allowed here":
+        return (
+            "a ':' where no key can start: indent this key like the keys above it, or quote a value that holds "
+            "': ' (e.g. command: \"echo a: b\")"
+        )
+    if "'\\t'" in problem:
+        return "a tab: YAML indents with spaces only"
+    if exc.context == "while scanning a quoted scalar":
+        return f"the quoted text{opened} is never closed"
+    if exc.context in ("while parsing a flow sequence", "while parsing a flow mapping"):
+        kind, close = ("[ list", "]") if "sequence" in exc.context else ("{ mapping", "}")
+        return f"the {kind}{opened} is not closed with '{close}' (or a ',' is missing) before this point"
+    return problem or str(exc)
 
 
 def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:
@@ -146,6 +200,8 @@ def _apply_override(data: dict[str, Any], item: str, label: str) -> FieldPath:
     if not sep or not all(parts):
         raise WorkloadError(label, [f"--override {item!r}: expected FIELD.PATH=VALUE, e.g. max_retries=2"])
     try:
+        if _too_deep(raw) is not None:
+            raise WorkloadError(label, [f"--override {item[:80]!r}: lists and mappings nest over {MAX_DEPTH} deep"])
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
@@ -202,8 +258,7 @@ def _describe_all(
 
 def _line_of(problem: str, label: str) -> int:
     """The line a problem names (``file:12: ...``), 0 for the file as a whole or an override."""
-    head = problem.removeprefix(f"{label}:").split(":", 1)[0]
-    return int(head) if head.isdigit() else 0
+    return int(head) if (head := problem.removeprefix(f"{label}:").split(":", 1)[0]).isdigit() else 0
 
 
 def _data_path(loc: tuple, data: Any) -> FieldPath:

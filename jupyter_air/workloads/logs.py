@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
+import stat
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from jupyter_air.home import FILE_MODE, open_private, private_dir
+from jupyter_air.home import DIR_MODE, FILE_MODE, open_private, private_dir
 
 OUTPUT = "output.log"
 #: One epoch-millisecond timestamp per line of output.log, in the same order.
@@ -62,28 +65,31 @@ class LogWriter:
 
 
 class LogCursor:
-    """Reads the lines added since the last call; a line is given out once both files hold it."""
+    """Reads the lines added since the last call; a line is given out once both files hold it. Each read takes at
+    most ``CHUNK_BYTES`` of a file (a follower of a big log catches up over a few reads, never holding it whole)."""
 
     def __init__(self, directory: Path):
         self.directory = directory
         self._pos = {OUTPUT: 0, TIMESTAMPS: 0}
         self._pending: dict[str, deque[bytes]] = {OUTPUT: deque(), TIMESTAMPS: deque()}
 
-    def _read(self, name: str) -> None:
+    def _read(self, name: str) -> bool:
+        """Take the complete lines of the next chunk of ``name``; whether there were any."""
         try:
             with open(self.directory / name, "rb") as f:
                 f.seek(self._pos[name])
-                data = f.read()
+                data = f.read(CHUNK_BYTES)  # holds a whole line: a written line is at most MAX_LINE_BYTES
         except FileNotFoundError:
-            return
+            return False
         lines, rest = split_lines(data)
         self._pos[name] += len(data) - len(rest)
         self._pending[name].extend(lines)
+        return bool(lines)
 
     def read(self, final: bool = False) -> list[LogLine]:
-        """New complete lines; with `final`, also lines whose timestamp never got written."""
-        self._read(OUTPUT)
-        self._read(TIMESTAMPS)
+        """New complete lines; with `final`, every line left, also those whose timestamp never got written."""
+        while (self._read(OUTPUT) | self._read(TIMESTAMPS)) and final:
+            pass
         out, ts = self._pending[OUTPUT], self._pending[TIMESTAMPS]
         lines = []
         while out and (ts or final):
@@ -168,30 +174,72 @@ def _character_boundary(data: bytes) -> int:
 
 
 class UnsafePath(Exception):
-    """A download target would land outside the chosen folder."""
+    """A download target would land outside the chosen folder, or where another user could read or replace it."""
 
 
 def download(source: Path, dest_root: Path, parts: tuple[str, ...]) -> Path:
-    """Copy `source` to `dest_root/<parts...>/output.log` without following links or leaving `dest_root`."""
+    """Copy ``source``'s output.log to ``dest_root/<parts...>/output.log``, safe from other local users.
+
+    The path is walked from ``/`` one folder at a time without following links; every folder written into must
+    belong to this user (or root) and not be writable by others (unless sticky, as /tmp); the file is created
+    new (O_EXCL, 0600) and renamed over an earlier download, never opened where it stands.
+    """
     root = dest_root.expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    folder = root
     for part in parts:
         if part in ("", ".", "..") or "/" in part or os.sep in part:
             raise UnsafePath(f"refusing path component {part!r}")
-        folder = folder / part
-        if folder.is_symlink():
-            raise UnsafePath(f"{folder} is a symbolic link; refusing to write through it")
-        private_dir(folder)
-    target = folder / OUTPUT
-    if not target.resolve().is_relative_to(root) or target.is_symlink():
-        raise UnsafePath(f"{target} leaves {root}; refusing to write it")
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-    with os.fdopen(fd, "wb") as dst:
+    folder = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        path = Path("/")
+        for index, name in enumerate((*root.parts[1:], *parts)):
+            path = path / name
+            child = _enter(folder, name, path, checked=index >= len(root.parts) - 2)
+            os.close(folder)
+            folder = child
+        _write_new(folder, source / OUTPUT)
+    finally:
+        os.close(folder)
+    return path / OUTPUT
+
+
+def _enter(parent: int, name: str, path: Path, checked: bool) -> int:
+    """Open folder ``name`` in ``parent``, created 0700 if missing, without following a link; a folder that is
+    ``checked`` (written into) must belong to this user or root and not be writable by others."""
+    try:
         try:
-            with open(source / OUTPUT, "rb") as src:
-                while chunk := src.read(1 << 20):
-                    dst.write(chunk)
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
         except FileNotFoundError:
-            pass
-    return target
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, DIR_MODE, dir_fd=parent)
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+            raise UnsafePath(f"{path} is a symbolic link; refusing to write through it") from None
+        raise
+    if checked:
+        info = os.fstat(fd)
+        if info.st_uid not in (os.geteuid(), 0):
+            os.close(fd)
+            raise UnsafePath(f"{path} belongs to another user (uid {info.st_uid}); choose a folder of your own")
+        if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            os.close(fd)
+            raise UnsafePath(
+                f"{path} can be written by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                f"`chmod go-w {path}` or choose a folder of your own"
+            )
+    return fd
+
+
+def _write_new(folder: int, source: Path) -> None:
+    """Write a copy of ``source`` as output.log in ``folder``: a new 0600 file, renamed into place."""
+    staging = f".{OUTPUT}.{secrets.token_hex(6)}"
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as dst, contextlib.suppress(FileNotFoundError), open(source, "rb") as src:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+        os.replace(staging, OUTPUT, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staging, dir_fd=folder)
+        raise

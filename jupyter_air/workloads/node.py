@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -10,10 +13,21 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jupyter_air import procs
+from jupyter_air.programs import path_first
 from jupyter_air.workloads.pump import FAILED, PUMP_ENV
 
 #: Seconds the pump may take to write what is left once every process of the workload is gone.
 _PUMP_DRAIN_SECONDS = 10.0
+#: What /bin/sh runs itself (builtins and keywords of dash, and of bash where /bin/sh is bash): no program of
+#: that name is needed.
+_SHELL_WORDS = frozenset(
+    (  # noqa: SIM905 - a sentence of words reads better than a list of 80
+        ". : [ [[ ! { } alias bg break cd command continue echo eval exec exit export false fg getopts hash jobs "
+        "kill local printf pwd read readonly return set shift test times trap true type ulimit umask unalias unset "
+        "wait case do done elif else esac fi for if in then until while function select time coproc source "
+        "declare typeset let shopt pushd popd dirs builtin enable mapfile readarray disown suspend"
+    ).split()
+)
 
 
 class NodeProcess:
@@ -34,7 +48,7 @@ class NodeProcess:
     ):
         self.command = command
         self.cwd = cwd
-        self.env = {**env, **marker}
+        self.env = {**env, "PATH": path_first(env.get("PATH")), **marker}
         self.log_dir = log_dir
         self.marker = dict(marker)
         self.umask = umask
@@ -44,6 +58,7 @@ class NodeProcess:
         self._pump: subprocess.Popen | None = None
         self._log_error: str | None = None
         self._reports: threading.Thread | None = None
+        self._stopped_code: int | None = None
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
@@ -84,18 +99,24 @@ class NodeProcess:
         return self._log_error
 
     def poll(self) -> int | None:
-        return self.proc.poll()
+        code = self.proc.poll()
+        return self._stopped_code if self._stopped_code is not None else code
 
     def wait(self, timeout: float) -> int | None:
         try:
-            return self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        return self.poll()
 
     def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
-        """Stop every process of the command; its exit status (negative: the signal that ended it)."""
+        """Stop every process of the command; its exit status (negative: the signal that ended it), kept for
+        :meth:`poll`. The stop may reap the command first: ``Popen`` (waiting in another thread, as a node's
+        agent does) then finds no child and says 0, so the status the stop read wins."""
         codes = self.tree.stop(grace_seconds)
-        return codes.get(self.proc.pid, self.proc.poll())
+        if self.proc.pid in codes:
+            self._stopped_code = codes[self.proc.pid]
+        return self.poll()
 
     def finish(self) -> None:
         """Stop what the command left running, then let the pump write the rest of the output and exit."""
@@ -133,3 +154,26 @@ def wait_for_pump(marker: Mapping[str, str], timeout: float = _PUMP_DRAIN_SECOND
 
 def _without(env: Mapping[str, str], keys: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in keys}
+
+
+def missing_program(command: str, cwd: str, env: Mapping[str, str]) -> str | None:
+    """Why /bin/sh would not find the program ``command`` starts with (it would exit 127), or None when it would
+    (or when the shell decides at run time: a variable, a glob, a subshell)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return None
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words.pop(0)  # VAR=value before the program
+    if not words or words[0] in _SHELL_WORDS or any(c in words[0] for c in "$`*?[~(){};|&<>"):
+        return None
+    program = words[0]
+    if "/" in program:
+        return None if Path(cwd, program).exists() else f"{program!r} does not exist (in {cwd})"
+    path = env.get("PATH", os.defpath)
+    if shutil.which(program, path=path):
+        return None
+    names = {entry.name for folder in path.split(os.pathsep) if os.path.isdir(folder) for entry in os.scandir(folder)}
+    close = difflib.get_close_matches(program, sorted(names), n=1, cutoff=0.75)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{program!r} is not on PATH (command not found); {hint}check its spelling, or give its path"

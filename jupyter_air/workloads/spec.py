@@ -76,31 +76,64 @@ def _ray_address(address: str) -> str:
 class Compute(_Strict):
     """Accelerators an attempt needs in all, and on how many nodes of a Ray cluster (default: as many as they take)."""
 
-    num_accelerators: StrictInt = Field(1, ge=0, le=4096)
-    accelerator_type: StrictStr | None = Field(None, pattern=r"^GPU_(\d+x)?\S+$")
-    num_nodes: StrictInt | None = Field(None, ge=1, le=512)
-    ray_address: Annotated[StrictStr, AfterValidator(_ray_address)] | None = None
+    num_accelerators: StrictInt = Field(
+        1, ge=0, le=4096, description="GPUs of the attempt in all, spread evenly over its nodes; 0 runs on CPU."
+    )
+    accelerator_type: StrictStr | None = Field(
+        None,
+        pattern=r"^GPU_(\d+x)?\S+$",
+        description="`GPU_<count>x<model>` or `GPU_<model>` (e.g. `GPU_2xH100`): the node needs at least <count> "
+        "GPUs whose name contains <model>.",
+    )
+    num_nodes: StrictInt | None = Field(
+        None, ge=1, le=512, description="Ray nodes to run on (default: as many whole nodes as the GPUs take)."
+    )
+    ray_address: Annotated[StrictStr, AfterValidator(_ray_address)] | None = Field(
+        None,
+        description="The Ray cluster: `auto`, `host:6379` or `ray://host:10001` (default: `air run --ray-address`, "
+        "then `$AIR_RAY_ADDRESS` when the workload needs more than this machine).",
+    )
 
 
 class CodeSource(_Strict):
     """Where the command runs; `root_path` is relative to the YAML file."""
 
-    root_path: Text = "."
+    root_path: Text = Field(".", description="The command's working folder, relative to the YAML file.")
 
 
 class Workload(_Strict):
     """One workload: a shell command, its compute, retries and MLflow settings."""
 
-    experiment_name: Text = Field(min_length=1, max_length=250)
-    command: Text = Field(min_length=1)
+    experiment_name: Text = Field(
+        min_length=1, max_length=250, description="The MLflow experiment of every attempt, created if missing."
+    )
+    command: Text = Field(min_length=1, description="Run by `/bin/sh` in `code_source.root_path`, once per node.")
     compute: Compute = Field(default_factory=Compute)
-    env_variables: dict[EnvName, EnvValue] = Field(default_factory=dict)
-    parameters: dict[ParamName, ParamValue] = Field(default_factory=dict)
-    max_retries: StrictInt = Field(0, ge=0, le=100)
-    retry_delay_seconds: StrictInt | StrictFloat = Field(5, ge=0, le=3600)
-    timeout_minutes: StrictInt | StrictFloat | None = Field(None, gt=0)
-    mlflow_run_name: Text | None = Field(None, min_length=1, max_length=250)
-    mlflow_artifact_location: Text | None = None
+    env_variables: dict[EnvName, EnvValue] = Field(
+        default_factory=dict,
+        description="Added to the command's environment; booleans are exported as `true` / `false`. The variables "
+        "air sets itself are refused.",
+    )
+    parameters: dict[ParamName, ParamValue] = Field(
+        default_factory=dict, description="Logged as MLflow parameters of every attempt's run."
+    )
+    max_retries: StrictInt = Field(
+        0, ge=0, le=100, description="Attempts after a failed one; each retry is a new attempt and a new MLflow run."
+    )
+    retry_delay_seconds: StrictInt | StrictFloat = Field(5, ge=0, le=3600, description="The wait before a retry.")
+    timeout_minutes: StrictInt | StrictFloat | None = Field(
+        None, gt=0, description="An attempt running longer is stopped and counted as failed (default: no limit)."
+    )
+    mlflow_run_name: Text | None = Field(
+        None,
+        min_length=1,
+        max_length=250,
+        description="Name of every attempt's run (default: `experiment_name`); a retry's is `<name> (retry 1)`, ...",
+    )
+    mlflow_artifact_location: Text | None = Field(
+        None,
+        description="Used when the experiment is created; a path is relative to the YAML file.",
+    )
     code_source: CodeSource = Field(default_factory=CodeSource)
 
     @property

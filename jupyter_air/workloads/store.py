@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jupyter_air.home import private_dir, private_file
+from jupyter_air.home import private_dir, private_file, unusable_database
+from jupyter_air.workloads.records import ACTIVE, Attempt, Job, job_from_row, now_ms
 
-ACTIVE = ("PENDING", "RUNNING")
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_run_id TEXT PRIMARY KEY,
@@ -37,7 +34,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     exit_code INTEGER,
     error TEXT,
-    tracking_uri TEXT
+    tracking_uri TEXT,
+    ray_job_url TEXT,
+    ray_status TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -59,83 +58,10 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 
 #: Columns added after the first release: created in databases made before them.
-_ADDED_COLUMNS = {"jobs": {"tracking_uri": "TEXT"}, "attempts": {"nodes": "TEXT"}}
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class Attempt:
-    """One attempt of a job; `status` uses MLflow's run statuses (RUNNING, FINISHED, FAILED, KILLED)."""
-
-    job_run_id: str
-    attempt: int
-    status: str
-    mlflow_run_id: str | None
-    mlflow_run_url: str | None
-    started_ms: int
-    ended_ms: int | None
-    pid: int | None
-    pid_started: float | None
-    exit_code: int | None
-    error: str | None
-    #: JSON list of where each node ran (Ray attempts): ``[{"node", "hostname", "ip", "ray_node_id", "exit_code"}]``.
-    nodes: str | None = None
-
-    @property
-    def node_list(self) -> list[dict[str, Any]]:
-        return json.loads(self.nodes) if self.nodes else []
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for key in ("job_run_id", "pid", "pid_started"):
-            data.pop(key)
-        data["nodes"] = self.node_list
-        return data
-
-
-@dataclass
-class Job:
-    """One submitted workload and its state."""
-
-    job_run_id: str
-    experiment_name: str
-    experiment_id: str | None
-    status: str
-    workload: dict[str, Any]
-    source: str
-    user: str
-    executor: str
-    num_accelerators: int
-    max_retries: int
-    gpus: list[int]
-    submitted_ms: int
-    started_ms: int | None
-    ended_ms: int | None
-    supervisor_pid: int | None
-    supervisor_started: float | None
-    cancel_requested: bool
-    exit_code: int | None
-    error: str | None
-    tracking_uri: str | None = None
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def active(self) -> bool:
-        return self.status in ACTIVE
-
-    @property
-    def num_nodes(self) -> int:
-        """Nodes every attempt runs on (1 on this machine)."""
-        return self.workload["compute"].get("num_nodes") or 1
-
-    @property
-    def duration_seconds(self) -> float | None:
-        if self.started_ms is None:
-            return None
-        return round(((self.ended_ms or now_ms()) - self.started_ms) / 1000, 3)
+_ADDED_COLUMNS = {
+    "jobs": {"tracking_uri": "TEXT", "ray_job_url": "TEXT", "ray_status": "TEXT"},
+    "attempts": {"nodes": "TEXT"},
+}
 
 
 class JobStore:
@@ -143,47 +69,53 @@ class JobStore:
 
     def __init__(self, home: Path):
         self.home = private_dir(Path(home))
-        self.path = private_file(self.home / "jobs.db")  # SQLite gives its -wal and -shm files the same mode
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.path = self.home / "jobs.db"
+        with self._usable():
+            private_file(self.path)  # SQLite gives its -wal and -shm files the same mode
+            with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+        with self._connect(immediate=True) as db:  # one process at a time creates or upgrades the tables
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in columns.items():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+    @contextlib.contextmanager
+    def _usable(self) -> Iterator[None]:
+        """Turn a damaged jobs.db or a full disk into an :class:`UnusableDatabase` that names the file and the fix."""
         try:
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("BEGIN IMMEDIATE")  # one process at a time creates or upgrades the tables
-            try:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
-                    db.execute(statement)
-                for table, columns in _ADDED_COLUMNS.items():
-                    have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                    for name, kind in columns.items():
-                        if name not in have:
-                            db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
+            yield
+        except (sqlite3.Error, OSError) as exc:
+            problem = unusable_database(self.path, exc)
+            if problem is None:
                 raise
-        finally:
-            db.close()
+            raise problem from exc
 
     def job_dir(self, job_run_id: str) -> Path:
         return self.home / "jobs" / job_run_id
 
-    @contextmanager
+    @contextlib.contextmanager
     def _connect(self, immediate: bool = False) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        with self._usable():
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+                db.execute("PRAGMA busy_timeout=30000")
+                db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+                try:
+                    yield db
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):  # a full disk may refuse this too; closing undoes it
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+            finally:
+                db.close()
 
-    def create_job(
+    def createjob_from_row(
         self, workload: dict[str, Any], source: str, user: str, executor: str, tracking_uri: str | None = None
     ) -> Job:
         """Record a submitted job; ``tracking_uri`` is the MLflow store its attempts' runs go to."""
@@ -216,7 +148,7 @@ class JobStore:
             if row is None:
                 return None
             rows = db.execute("SELECT * FROM attempts WHERE job_run_id = ? ORDER BY attempt", (job_run_id,)).fetchall()
-        return _job(row, [Attempt(**dict(r)) for r in rows])
+        return job_from_row(row, [Attempt(**dict(r)) for r in rows])
 
     def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
         clauses, args = [], []
@@ -238,7 +170,7 @@ class JobStore:
         by_job: dict[str, list[Attempt]] = {}
         for a in attempts:
             by_job.setdefault(a["job_run_id"], []).append(Attempt(**dict(a)))
-        return [_job(r, by_job.get(r["job_run_id"], [])) for r in rows]
+        return [job_from_row(r, by_job.get(r["job_run_id"], [])) for r in rows]
 
     def update(self, job_run_id: str, **values: Any) -> None:
         if "gpus" in values:
@@ -303,11 +235,3 @@ class JobStore:
             chosen = free[:count]
             db.execute("UPDATE jobs SET gpus = ? WHERE job_run_id = ?", (json.dumps(chosen), job_run_id))
             return chosen
-
-
-def _job(row: sqlite3.Row, attempts: list[Attempt]) -> Job:
-    data = dict(row)
-    data["workload"] = json.loads(data["workload"])
-    data["gpus"] = json.loads(data["gpus"] or "[]")
-    data["cancel_requested"] = bool(data["cancel_requested"])
-    return Job(**data, attempts=attempts)

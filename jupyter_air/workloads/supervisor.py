@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -10,17 +11,30 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from jupyter_air import procs
+from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
 
-from .executor import executor_for
-from .store import Job, JobStore, now_ms
+from .executor import ENVIRONMENT_FILE, executor_for
+from .records import Job, now_ms
+from .runners import AttemptContext
+from .store import JobStore
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
 
-#: Seconds between checks for free GPUs while a job waits for its reservation.
-_GPU_WAIT_POLL_SECONDS = 2.0
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
+#: What /bin/sh means by these exit codes (the log shows its own words).
+_EXIT_HINTS = {
+    126: " (a program that cannot be run: not executable, or a folder?)",
+    127: " (command not found? check the spelling of the program and PATH)",
+}
+#: Seconds between two tries to record a job's end while the disk holding AIR_HOME is full.
+_FULL_DISK_RETRY_SECONDS = 2.0
+#: File in the job's folder holding some room on the disk, given back to record the job's end on a full disk.
+RESERVE = "space.reserve"
+#: Added to the reason of an attempt whose output could not be kept as its run's artifacts.
+NOT_UPLOADED = "its output was not uploaded to MLflow (no room on the disk); `air logs` shows it"
 
 
 @dataclass
@@ -31,9 +45,15 @@ class Outcome:
     exit_code: int | None = None
     error: str | None = None
 
+    @property
+    def disk_full(self) -> bool:
+        """The attempt ended because a disk was full: retrying is pointless, uploading its output too."""
+        return self.error is not None and says_disk_full(self.error)
+
 
 class Supervisor:
-    """Reserves GPUs, runs attempts until one succeeds or retries run out, honours cancel and timeout."""
+    """Runs attempts until one succeeds or retries run out, honours cancel and timeout; what runs an attempt, and
+    where, is the executor's runner (``runners``)."""
 
     def __init__(self, store: JobStore, job_run_id: str, user_umask: int | None = None):
         self.store = store
@@ -41,70 +61,87 @@ class Supervisor:
         self.user_umask = user_umask
         self.cancel = threading.Event()
         self.executor = executor_for(store.get(job_run_id))
+        self.reserve: SpaceReserve | None = None
+        self._open_run = None  # the attempt's ManagedRun until it has ended
+        self.tracking = None
 
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.cancel.set())
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        job = self.store.get(self.job_run_id)
+        self.reserve = SpaceReserve(self.store.job_dir(self.job_run_id) / RESERVE)
         try:
-            outcome = self._run(job)
-        except Exception as exc:  # noqa: BLE001 - any failure must end the job, not leave it RUNNING
-            traceback.print_exc()
-            outcome = Outcome("FAILED", error=f"supervisor error: {type(exc).__name__}: {exc}")
-            self._end_open_attempts(outcome)
-        self.store.finish(self.job_run_id, outcome.status, outcome.error, outcome.exit_code)
+            try:
+                outcome = self._run(self.store.get(self.job_run_id))
+            except Exception as exc:  # noqa: BLE001 - any failure must end the job, not leave it RUNNING
+                with contextlib.suppress(OSError):  # this log may be on the full disk
+                    traceback.print_exc()
+                outcome = Outcome("FAILED", error=self._failure(exc))
+                self._until_recorded(lambda: self._end_open_attempts(outcome))
+            self._until_recorded(
+                lambda: self.store.finish(self.job_run_id, outcome.status, outcome.error, outcome.exit_code)
+            )
+        finally:
+            self.reserve.release()
         return 0 if outcome.status == "SUCCEEDED" else 1
+
+    def _failure(self, exc: Exception) -> str:
+        """The job's reason for an error of the supervisor itself."""
+        if disk_full(exc, self.store.home):
+            return full_disk_message(self.store.home)
+        if isinstance(exc, UnusableDatabase):
+            return str(exc)
+        return f"supervisor error: {type(exc).__name__}: {exc}"
+
+    def _until_recorded(self, write):
+        """Make a write of the job's state; while the disk is full, give back the reserve and try again every few
+        seconds, so the job ends with its reason once there is room (never as "supervisor is gone")."""
+        waiting = False
+        while True:
+            try:
+                return write()
+            except Exception as exc:
+                if not disk_full(exc, self.store.home):
+                    raise
+                if self.reserve is not None and self.reserve.release():
+                    continue
+                if not waiting:
+                    log.warning(
+                        "%s; job %s ends once there is room.", full_disk_message(self.store.home), self.job_run_id
+                    )
+                    waiting = True
+                time.sleep(_FULL_DISK_RETRY_SECONDS)
 
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
-        from jupyter_air.tracking.store import ensure_experiment
+        from jupyter_air.tracking.store import ensure_experiment, tracker
 
         spec = job.workload
-        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"])
+        self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
+        experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"], self.tracking)
         self.store.update(self.job_run_id, experiment_id=experiment_id)
-        gpus = self._reserve(spec["compute"]["num_accelerators"]) if self.executor.runs_here else []
-        if gpus is None:
-            return Outcome("CANCELED", error="canceled while waiting for GPUs")
         outcome = Outcome("FAILED", error="no attempt ran")
         for attempt in range(job.max_retries + 1):
             if attempt and self.cancel.wait(spec.get("retry_delay_seconds", 0)):
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
             if self.cancel.is_set():
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
-            outcome = self._attempt(job, experiment_id, attempt, gpus)
-            if outcome.status in ("SUCCEEDED", "CANCELED"):
+            outcome = self._attempt(job, experiment_id, attempt)
+            if outcome.status in ("SUCCEEDED", "CANCELED") or outcome.disk_full:
                 break
         return outcome
 
-    def _reserve(self, count: int) -> list[int] | None:
-        """GPU indexes held for the whole job; waits (PENDING) while other jobs hold them."""
-        if count == 0:
-            return []
-        from .gpus import node_gpus
-
-        indexes = node_gpus().indexes
-        while not self.cancel.is_set():
-            chosen = self.store.reserve_gpus(self.job_run_id, count, indexes)
-            if chosen is not None:
-                return chosen
-            if len(indexes) < count:
-                raise RuntimeError(f"{count} GPU(s) requested but this node has {len(indexes)}")
-            self.store.update(self.job_run_id, error=f"waiting for {count} free GPU(s) held by other jobs")
-            self.cancel.wait(_GPU_WAIT_POLL_SECONDS)
-        return None
-
-    def _attempt(self, job: Job, experiment_id: str, attempt: int, gpus: list[int]) -> Outcome:
+    def _attempt(self, job: Job, experiment_id: str, attempt: int) -> Outcome:
         from jupyter_air.cluster.errors import ClusterError
 
-        spec = job.workload
         marker = attempt_marker(self.job_run_id, attempt)
-        node = self.executor.nodes(spec, self.store.job_dir(self.job_run_id), attempt, marker, self.user_umask, gpus)
+        context = AttemptContext(job.workload, attempt, marker, self.user_umask, self.store, self.job_run_id)
+        node = self.executor.runner(context)
         try:
             try:  # where it runs comes first: a refusal leaves no run behind
                 if not node.place(self.cancel, self._note):
-                    return Outcome("CANCELED", error=f"canceled while attempt {attempt} waited for nodes")
+                    return Outcome("CANCELED", error=f"canceled while attempt {attempt} waited for its resources")
             except ClusterError as exc:
                 return Outcome("FAILED", error=str(exc))
             return self._tracked(job, experiment_id, attempt, node)
@@ -115,7 +152,7 @@ class Supervisor:
         self.store.update(self.job_run_id, error=message)
 
     def _tracked(self, job: Job, experiment_id: str, attempt: int, node) -> Outcome:
-        from jupyter_air.tracking.lifecycle import ManagedRun, system_metrics_interval
+        from jupyter_air.tracking.lifecycle import ManagedRun
         from jupyter_air.tracking.naming import NODE_TAG, node_name
         from jupyter_air.tracking.store import tracking_uri
 
@@ -127,12 +164,16 @@ class Supervisor:
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
+            **spec.get("tags", {}),  # what the kind of work adds (a notebook call: its function, its notebook)
         }
-        name = spec["mlflow_run_name"] + (f" (retry {attempt})" if attempt else "")  # the runs table tells them apart
-        run = ManagedRun.create(experiment_id, run_name=name, tags=tags, params=spec["parameters"])
+        name = spec.get("mlflow_run_name")  # None: MLflow names it
+        name = f"{name} (retry {attempt})" if name and attempt else name  # the runs table tells retries apart
+        run = ManagedRun.create(
+            experiment_id, run_name=name, tags=tags, params=spec["parameters"], tracking=self.tracking
+        )
+        self._open_run = run
         with run.guard():  # from here on, any failure ends the run FAILED
-            run.describe()
-            self.store.start_attempt(self.job_run_id, attempt, run.run_id, run.url)
+            self.store.start_attempt(self.job_run_id, attempt, run.run_id, None)
             overrides = {
                 "PYTHONUNBUFFERED": os.environ.get("PYTHONUNBUFFERED", "1"),
                 **spec["env_variables"],
@@ -140,30 +181,53 @@ class Supervisor:
                 "MLFLOW_EXPERIMENT_ID": experiment_id,
                 "MLFLOW_RUN_ID": run.run_id,
             }
-            node.start(overrides, None if self.executor.runs_here else system_metrics_interval())
+            node.start(overrides, run)
             self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
             self._record_nodes(attempt, node)
             if attempt == 0:
                 self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
-            if self.executor.runs_here:
-                run.start_system_metrics()
+            run.describe()  # the link, once the command runs: it does not need it
+            self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
             try:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:
                 node.finish()
-            self._record_nodes(attempt, node)
-            for index, directory in enumerate(node.log_dirs):
-                run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt}/node_{index}")
-            run.end(_MLFLOW_STATUS[outcome.status], outcome.error)
-        self.store.update_attempt(
-            self.job_run_id,
-            attempt,
-            status=_MLFLOW_STATUS[outcome.status],
-            ended_ms=now_ms(),
-            exit_code=outcome.exit_code,
-            error=outcome.error,
+            self._until_recorded(lambda: self._record_nodes(attempt, node))
+            self._end_run(run, node, attempt, outcome)
+        self._open_run = None
+        self._until_recorded(
+            lambda: self.store.update_attempt(
+                self.job_run_id,
+                attempt,
+                status=_MLFLOW_STATUS[outcome.status],
+                ended_ms=now_ms(),
+                exit_code=outcome.exit_code,
+                error=outcome.error,
+            )
         )
         return outcome
+
+    def _end_run(self, run, node, attempt: int, outcome: Outcome) -> None:
+        """Keep the output as the run's artifacts and end the run. On a full disk the job's end is recorded first
+        (a small row update, in the room the reserve gave back) and the upload, as large as the log, is skipped."""
+        error = outcome.error
+        if outcome.disk_full:
+            self.reserve.release()
+            self._until_recorded(
+                lambda: self.store.finish(
+                    self.job_run_id, outcome.status, outcome.error, outcome.exit_code, open_attempts="FAILED"
+                )
+            )
+            error = f"{outcome.error}; {NOT_UPLOADED}"
+        else:
+            try:
+                for index, directory in enumerate(node.log_dirs):
+                    run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt}/node_{index}")
+            except Exception as exc:
+                if not disk_full(exc, self.store.home):
+                    raise
+                error = "; ".join(filter(None, [outcome.error, NOT_UPLOADED]))
+        self._until_recorded(lambda: run.end(_MLFLOW_STATUS[outcome.status], error))
 
     def _record_nodes(self, attempt: int, node) -> None:
         if node.nodes is not None:
@@ -186,7 +250,7 @@ class Supervisor:
             return Outcome("SUCCEEDED", 0)
         if code < 0:
             return Outcome("FAILED", code, f"command killed by {signal.Signals(-code).name}")
-        return Outcome("FAILED", code, f"command exited with code {code}")
+        return Outcome("FAILED", code, f"command exited with code {code}{_EXIT_HINTS.get(code, '')}")
 
     def _end_open_attempts(self, outcome: Outcome) -> None:
         job = self.store.get(self.job_run_id)
@@ -197,6 +261,8 @@ class Supervisor:
             self.store.update_attempt(
                 self.job_run_id, attempt.attempt, status="FAILED", ended_ms=now_ms(), error=outcome.error
             )
+        if self._open_run is not None:  # its own end failed (the store refused it): end it now
+            self._open_run.end("FAILED", outcome.error)
 
 
 def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
@@ -205,10 +271,20 @@ def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point of the detached supervisor: `<python> -c ... JOB_RUN_ID` (see LocalExecutor)."""
+    """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
+    AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
+    from the job's folder, this process's PID recorded for a look at it when Ray cannot be asked)."""
     from jupyter_air.home import air_home
 
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    raise SystemExit(Supervisor(JobStore(air_home()), argv[0], user_umask).run())
+    job_run_id, *home = argv
+    if home:
+        store = JobStore(Path(home[0]))
+        saved = json.loads((store.job_dir(job_run_id) / ENVIRONMENT_FILE).read_text())
+        os.environ.update({k: v for k, v in saved.items() if not k.startswith("RAY_")})
+        store.update(job_run_id, supervisor_pid=os.getpid(), supervisor_started=procs.start_time(os.getpid()))
+    else:
+        store = JobStore(air_home())
+    raise SystemExit(Supervisor(store, job_run_id, user_umask).run())

@@ -2,14 +2,15 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot, Root } from 'react-dom/client';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { ClusterOverview } from '../components/ClusterOverview';
-import { GpuPanel } from '../components/GpuPanel';
-import { GpuModel, Requester } from '../model';
-import { IGpuPayload, INodeSummary } from '../tokens';
+import { ClusterOverview } from '../gpu/components/ClusterOverview';
+import { GpuPanel } from '../gpu/components/GpuPanel';
+import { GpuModel } from '../gpu/model';
+import type { Requester } from '../request';
+import { IGpuPayload, INodeSummary } from '../gpu/tokens';
 import { FakeServer, START_MS } from './fakeServer';
+import { reactRoot } from './harness';
 
 const trans = nullTranslator.load('jupyter_air');
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
@@ -122,20 +123,7 @@ describe('GpuModel with a cluster', () => {
 });
 
 describe('cluster views', () => {
-  let container: HTMLDivElement;
-  let root: Root;
-
-  beforeEach(() => {
-    (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-    container = document.createElement('div');
-    document.body.appendChild(container);
-    root = createRoot(container);
-  });
-
-  afterEach(() => {
-    act(() => root.unmount());
-    container.remove();
-  });
+  const dom = reactRoot();
 
   it('shows an unreachable node without numbers, with when it was last seen, and names as text', () => {
     // Given a live node whose hostname holds HTML, and an unreachable node
@@ -146,10 +134,12 @@ describe('cluster views', () => {
     const chosen: string[] = [];
     // When the overview is rendered
     act(() =>
-      root.render(<ClusterOverview nodes={nodes} onSelect={id => chosen.push(id)} trans={trans} />)
+      dom.root.render(
+        <ClusterOverview nodes={nodes} onSelect={id => chosen.push(id)} trans={trans} />
+      )
     );
     // Then the live node shows its GPU's values, the unreachable one says so and shows no value at all
-    const rows = container.querySelectorAll('.jp-Air-nodeRow');
+    const rows = dom.container.querySelectorAll('.jp-Air-nodeRow');
     expect(rows[0].textContent).toContain('42%');
     expect(rows[0].textContent).toContain('61 °C');
     expect(rows[1].getAttribute('data-state')).toBe('unreachable');
@@ -157,7 +147,7 @@ describe('cluster views', () => {
     expect(rows[1].textContent).toContain('No answer; last seen');
     expect(rows[1].textContent).not.toMatch(/\d+%|°C/);
     // names are text, never HTML
-    expect(container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('img')).toBeNull();
     expect(rows[0].textContent).toContain(HOSTILE);
     // and clicking a node chooses it
     act(() => (rows[1].querySelector('button') as HTMLButtonElement).click());
@@ -177,12 +167,12 @@ describe('cluster views', () => {
         trans={trans}
       />
     );
-    act(() => root.render(panel()));
+    act(() => dom.root.render(panel()));
     // Then the overview lists both nodes, the selector offers them, and no single node's devices show
-    const select = container.querySelector('select.jp-Air-nodeSelect') as HTMLSelectElement;
+    const select = dom.container.querySelector('select.jp-Air-nodeSelect') as HTMLSelectElement;
     expect([...select.options].map(o => o.value)).toEqual(['', 'aaaa11', 'bbbb22']);
-    expect(container.querySelectorAll('.jp-Air-nodeRow')).toHaveLength(2);
-    expect(container.querySelector('.jp-Air-devices')).toBeNull();
+    expect(dom.container.querySelectorAll('.jp-Air-nodeRow')).toHaveLength(2);
+    expect(dom.container.querySelector('.jp-Air-devices')).toBeNull();
 
     // When a node is chosen in the selector
     act(() => {
@@ -190,14 +180,16 @@ describe('cluster views', () => {
       select.dispatchEvent(new Event('change', { bubbles: true }));
     });
     await vi.advanceTimersByTimeAsync(0);
-    act(() => root.render(panel()));
+    act(() => dom.root.render(panel()));
 
     // Then the panel shows that node alone, as it shows a lone server today: here, that it does not answer
     expect(model.selectedNode).toBe('bbbb22');
-    expect(container.querySelectorAll('.jp-Air-nodeRow')).toHaveLength(0);
-    expect(container.querySelector('.jp-Air-node')?.textContent).toBe('host-bbbb22');
-    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('Node unreachable');
-    expect(container.querySelector('.jp-Air-empty-reason')?.textContent).toContain('no answer');
-    expect(container.querySelector('.jp-Air-devices')).toBeNull();
+    expect(dom.container.querySelectorAll('.jp-Air-nodeRow')).toHaveLength(0);
+    expect(dom.container.querySelector('.jp-Air-node')?.textContent).toBe('host-bbbb22');
+    expect(dom.container.querySelector('.jp-Air-empty-title')?.textContent).toBe(
+      'Node unreachable'
+    );
+    expect(dom.container.querySelector('.jp-Air-empty-reason')?.textContent).toContain('no answer');
+    expect(dom.container.querySelector('.jp-Air-devices')).toBeNull();
   });
 });

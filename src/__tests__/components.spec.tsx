@@ -2,40 +2,23 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot, Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { ErrorBanner, PausedBanner } from '../components/Banners';
-import { DeviceList } from '../components/DeviceList';
-import { GpuPanel } from '../components/GpuPanel';
-import { Header } from '../components/Header';
-import { ProcessList } from '../components/ProcessList';
-import { appendPayload, emptyHistory } from '../history';
-import { GpuModel } from '../model';
+import { DeviceList } from '../gpu/components/DeviceList';
+import { GpuPanel } from '../gpu/components/GpuPanel';
+import { Header } from '../gpu/components/Header';
+import { ProcessList } from '../gpu/components/ProcessList';
+import { appendPayload, emptyHistory } from '../gpu/history';
+import { GpuModel } from '../gpu/model';
 import { RequestError } from '../request';
 import { FakeServer } from './fakeServer';
+import { reactRoot } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
 const trans = nullTranslator.load('jupyter_air');
 
-let container: HTMLDivElement;
-let root: Root;
-
-function render(element: JSX.Element): void {
-  act(() => root.render(element));
-}
-
-beforeEach(() => {
-  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-  container = document.createElement('div');
-  document.body.appendChild(container);
-  root = createRoot(container);
-});
-
-afterEach(() => {
-  act(() => root.unmount());
-  container.remove();
-});
+const dom = reactRoot();
 
 describe('views', () => {
   it('shows device and process names as text', () => {
@@ -48,7 +31,7 @@ describe('views', () => {
     appendPayload(history, payload);
     const processes = [{ gpu_index: 0, pid: 7, name: HOSTILE, used_memory_bytes: 1024 ** 3 }];
     // When rendered
-    render(
+    dom.render(
       <>
         <DeviceList trans={trans} devices={payload.devices} history={history} />
         <ProcessList
@@ -60,10 +43,10 @@ describe('views', () => {
       </>
     );
     // Then the names appear verbatim and no element was injected
-    expect(container.querySelector('img')).toBeNull();
-    expect(container.querySelector('.jp-Air-device-name')?.textContent).toBe(HOSTILE);
-    expect(container.querySelector('.jp-Air-process-name')?.textContent).toBe(HOSTILE);
-    expect(container.querySelector('.jp-Air-value-memory')?.textContent).toContain('80.0 GiB');
+    expect(dom.container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('.jp-Air-device-name')?.textContent).toBe(HOSTILE);
+    expect(dom.container.querySelector('.jp-Air-process-name')?.textContent).toBe(HOSTILE);
+    expect(dom.container.querySelector('.jp-Air-value-memory')?.textContent).toContain('80.0 GiB');
   });
 
   it('gives each GPU the colour of its chart line, repeating after the last colour', () => {
@@ -74,10 +57,10 @@ describe('views', () => {
     const history = emptyHistory(9);
     appendPayload(history, payload);
     // When they are listed
-    render(<DeviceList trans={trans} devices={payload.devices} history={history} />);
+    dom.render(<DeviceList trans={trans} devices={payload.devices} history={history} />);
     // Then GPUs 0-7 have their own swatch colour and GPU 8 reuses the first
     const swatches = Array.from(
-      container.querySelectorAll<HTMLElement>('.jp-Air-swatch'),
+      dom.container.querySelectorAll<HTMLElement>('.jp-Air-swatch'),
       node => node.style.background
     );
     expect(swatches[7]).toBe('var(--jp-Air-gpu-color-7)');
@@ -100,11 +83,11 @@ describe('views', () => {
         path: 'train <1>.ipynb'
       }
     ];
-    render(
+    dom.render(
       <ProcessList trans={trans} devices={devices} processes={processes} onOpenPath={onOpenPath} />
     );
     // When its path is clicked
-    const link = container.querySelector<HTMLButtonElement>('.jp-Air-process-path');
+    const link = dom.container.querySelector<HTMLButtonElement>('.jp-Air-process-path');
     act(() => link?.click());
     // Then the notebook is opened
     expect(link?.textContent).toBe('train <1>.ipynb');
@@ -114,7 +97,7 @@ describe('views', () => {
   it('shows the simulated badge and the state, and refreshes on click', () => {
     // Given a simulated source
     const onRefresh = vi.fn();
-    render(
+    dom.render(
       <Header
         trans={trans}
         node={HOSTILE}
@@ -125,41 +108,57 @@ describe('views', () => {
       />
     );
     // Then the badge, the node as text and the state are shown
-    expect(container.querySelector('.jp-Air-badge-simulated')?.textContent).toBe('simulated');
-    expect(container.querySelector('.jp-Air-node')?.textContent).toBe(HOSTILE);
-    expect(container.querySelector('.jp-Air-state')?.textContent).toBe('paused');
+    expect(dom.container.querySelector('.jp-Air-badge-simulated')?.textContent).toBe('simulated');
+    expect(dom.container.querySelector('.jp-Air-node')?.textContent).toBe(HOSTILE);
+    expect(dom.container.querySelector('.jp-Air-state')?.textContent).toBe('paused');
     // When Refresh is clicked, Then the callback runs
-    act(() => container.querySelector<HTMLElement>('.jp-Air-refresh')?.click());
+    act(() => dom.container.querySelector<HTMLElement>('.jp-Air-refresh')?.click());
     expect(onRefresh).toHaveBeenCalledTimes(1);
   });
 
   it('says after how long polling paused, in minutes when they are whole', () => {
     // Given polling paused after 30 seconds, then after 300
-    render(<PausedBanner trans={trans} timeoutSeconds={30} />);
+    dom.render(<PausedBanner trans={trans} timeoutSeconds={30} />);
     // Then the banner names the timeout and how to resume
-    const banner = () => container.querySelector('.jp-Air-paused')?.textContent;
+    const banner = () => dom.container.querySelector('.jp-Air-paused')?.textContent;
     expect(banner()).toBe('Paused after 30 seconds of inactivity — Refresh to resume');
-    render(<PausedBanner trans={trans} timeoutSeconds={300} />);
+    dom.render(<PausedBanner trans={trans} timeoutSeconds={300} />);
     expect(banner()).toBe('Paused after 5 minutes of inactivity — Refresh to resume');
   });
 
   it('tells a missing server extension from a failing one, and when it retries', () => {
     // Given a 404 with a retry in 20 s
     const missing = new RequestError('jupyter-air/gpu answered 404', 'unavailable', 404);
-    render(<ErrorBanner trans={trans} error={missing} retryInMs={20_000} />);
-    // Then the banner says the extension is unavailable, with the message and the retry
-    expect(container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent).toBe(
-      'Server extension unavailable'
+    dom.render(
+      <ErrorBanner
+        trans={trans}
+        error={missing}
+        heading="Reading GPU data failed"
+        retryInMs={20_000}
+      />
     );
-    expect(container.querySelector('.jp-Air-retry')?.textContent).toBe('Retrying in 20 seconds.');
+    // Then the banner says the extension is unavailable, with the message and the retry
+    expect(
+      dom.container.querySelector('.jp-Air-unavailable .jp-Air-banner-title')?.textContent
+    ).toBe('Server extension unavailable');
+    expect(dom.container.querySelector('.jp-Air-retry')?.textContent).toBe(
+      'Retrying in 20 seconds.'
+    );
     // Given a server error and no retry scheduled (paused)
     const failing = new RequestError('jupyter-air/gpu answered 500: boom', 'server', 500);
-    render(<ErrorBanner trans={trans} error={failing} retryInMs={null} />);
+    dom.render(
+      <ErrorBanner
+        trans={trans}
+        error={failing}
+        heading="Reading GPU data failed"
+        retryInMs={null}
+      />
+    );
     // Then it says reading failed, and nothing about retrying
-    expect(container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
+    expect(dom.container.querySelector('.jp-Air-error .jp-Air-banner-title')?.textContent).toBe(
       'Reading GPU data failed'
     );
-    expect(container.querySelector('.jp-Air-retry')).toBeNull();
+    expect(dom.container.querySelector('.jp-Air-retry')).toBeNull();
   });
 
   it('shows a version mismatch with both versions and what to do, and the panel still works', async () => {
@@ -171,7 +170,7 @@ describe('views', () => {
     const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
     await model.refresh();
     // When the panel is rendered
-    render(
+    dom.render(
       <GpuPanel
         trans={trans}
         model={model}
@@ -181,14 +180,16 @@ describe('views', () => {
       />
     );
     // Then a non-blocking banner names both versions and the fix, next to the server's answer
-    const banner = container.querySelector('.jp-Air-version-mismatch');
+    const banner = dom.container.querySelector('.jp-Air-version-mismatch');
     expect(banner?.getAttribute('role')).toBe('status');
     expect(banner?.textContent).toContain(
       'The jupyter_air server extension is 9.9.9 but this page runs 0.1.0.'
     );
     expect(banner?.textContent).toContain('Reload this page');
     expect(banner?.textContent).toContain('restart the Jupyter server');
-    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
+    expect(dom.container.querySelector('.jp-Air-empty-title')?.textContent).toBe(
+      'No GPU on this node'
+    );
     model.dispose();
   });
 
@@ -201,7 +202,7 @@ describe('views', () => {
     const model = new GpuModel({ request: server.request, frontendVersion: '0.1.0' });
     await model.refresh();
     // When the panel is rendered, Then there is no version banner
-    render(
+    dom.render(
       <GpuPanel
         trans={trans}
         model={model}
@@ -210,8 +211,10 @@ describe('views', () => {
         onOpenPath={() => undefined}
       />
     );
-    expect(container.querySelector('.jp-Air-empty-title')?.textContent).toBe('No GPU on this node');
-    expect(container.querySelector('.jp-Air-version-mismatch')).toBeNull();
+    expect(dom.container.querySelector('.jp-Air-empty-title')?.textContent).toBe(
+      'No GPU on this node'
+    );
+    expect(dom.container.querySelector('.jp-Air-version-mismatch')).toBeNull();
     model.dispose();
   });
 });

@@ -2,36 +2,19 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot, Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { ExperimentPanel } from '../experiment/components/ExperimentPanel';
 import { JobList } from '../experiment/components/JobList';
 import { RunList } from '../experiment/components/RunList';
 import { ExperimentModel } from '../experiment/model';
 import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
+import { reactRoot } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
 const trans = nullTranslator.load('jupyter_air');
 
-let container: HTMLDivElement;
-let root: Root;
-
-function render(element: JSX.Element): void {
-  act(() => root.render(element));
-}
-
-beforeEach(() => {
-  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-  container = document.createElement('div');
-  document.body.appendChild(container);
-  root = createRoot(container);
-});
-
-afterEach(() => {
-  act(() => root.unmount());
-  container.remove();
-});
+const dom = reactRoot();
 
 async function loadedModel(server: FakeRunsServer): Promise<ExperimentModel> {
   const model = new ExperimentModel({ request: server.request });
@@ -48,7 +31,7 @@ describe('Experiment views', () => {
     const child = { ...makeRun('c', T0 + 1), parent_run_id: 'p', metrics: { [HOSTILE]: 1.5 } };
     const job = { ...makeJob('job-1'), experiment_name: HOSTILE };
     // When rendered
-    render(
+    dom.render(
       <>
         <RunList
           runs={[parent]}
@@ -63,18 +46,19 @@ describe('Experiment views', () => {
           nowMs={T0}
           onOpenLogs={() => undefined}
           onCancel={() => undefined}
+          onCopy={() => undefined}
           trans={trans}
         />
       </>
     );
     // Then no element was made from the names, which read as typed
-    expect(container.querySelector('img')).toBeNull();
-    expect(container.querySelector('.jp-Air-run-name')?.textContent).toBe(HOSTILE);
-    expect(container.querySelectorAll('.jp-Air-run-experiment')[0].textContent).toBe(HOSTILE);
+    expect(dom.container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('.jp-Air-run-name')?.textContent).toBe(HOSTILE);
+    expect(dom.container.querySelectorAll('.jp-Air-run-experiment')[0].textContent).toBe(HOSTILE);
     // And the child is listed inside its parent's entry, its duration shown
-    const nested = container.querySelector('[data-run-id="p"] [data-run-id="c"]');
+    const nested = dom.container.querySelector('[data-run-id="p"] [data-run-id="c"]');
     expect(nested?.querySelector('.jp-Air-metric-key')?.textContent).toBe(HOSTILE);
-    expect(container.querySelector('[data-run-id="p"] .jp-Air-run-duration')?.textContent).toBe(
+    expect(dom.container.querySelector('[data-run-id="p"] .jp-Air-run-duration')?.textContent).toBe(
       '5.0s'
     );
   });
@@ -84,21 +68,67 @@ describe('Experiment views', () => {
     const onCancel = vi.fn();
     const running = makeJob('job-run');
     const done = makeJob('job-done', 'SUCCEEDED');
-    render(
+    dom.render(
       <JobList
         jobs={[running, done]}
         nowMs={T0}
         onOpenLogs={onOpenLogs}
         onCancel={onCancel}
+        onCopy={() => undefined}
         trans={trans}
       />
     );
-    expect(container.querySelectorAll('.jp-Air-job-cancel')).toHaveLength(1);
-    act(() => (container.querySelector('.jp-Air-job-cancel') as HTMLButtonElement).click());
+    expect(dom.container.querySelectorAll('.jp-Air-job-cancel')).toHaveLength(1);
+    act(() => (dom.container.querySelector('.jp-Air-job-cancel') as HTMLButtonElement).click());
     expect(onCancel).toHaveBeenCalledWith(running);
-    const logs = container.querySelector('[data-job-id="job-done"] .jp-Air-job-logs');
+    const logs = dom.container.querySelector('[data-job-id="job-done"] .jp-Air-job-logs');
     act(() => (logs as HTMLButtonElement).click());
     expect(onOpenLogs).toHaveBeenCalledWith('job-done', 0, 0);
+  });
+
+  it('lets a cut job id or experiment name be read whole (tooltip) and the id be copied', () => {
+    // Given a job of an experiment with a long name, and a run in another long-named experiment
+    const longName = 'image-classification/resnet50-imagenet-ablation-lr-warmup-' + HOSTILE;
+    const job = { ...makeJob('job-3f9a1c2b7d4e', 'SUCCEEDED'), experiment_name: longName };
+    const run = { ...makeRun('r1', T0), experiment_name: longName, run_name: 'a-run-' + HOSTILE };
+    const onCopy = vi.fn();
+    dom.render(
+      <>
+        <RunList
+          runs={[run]}
+          childrenOf={() => []}
+          selected={new Set()}
+          onToggle={() => undefined}
+          nowMs={T0}
+          trans={trans}
+        />
+        <JobList
+          jobs={[job]}
+          nowMs={T0}
+          onOpenLogs={() => undefined}
+          onCancel={() => undefined}
+          onCopy={onCopy}
+          trans={trans}
+        />
+      </>
+    );
+    // Then hovering the id, the names and the experiments tells them whole, as text
+    const jobRow = dom.container.querySelector('[data-job-id="job-3f9a1c2b7d4e"]')!;
+    expect(jobRow.querySelector('.jp-Air-job-id')?.getAttribute('title')).toBe('job-3f9a1c2b7d4e');
+    expect(jobRow.querySelector('.jp-Air-run-experiment')?.getAttribute('title')).toBe(
+      `Experiment: ${longName}`
+    );
+    const runRow = dom.container.querySelector('[data-run-id="r1"]')!;
+    expect(runRow.querySelector('.jp-Air-run-experiment')?.getAttribute('title')).toBe(
+      `Experiment: ${longName}`
+    );
+    expect(runRow.querySelector('.jp-Air-run-name')?.getAttribute('title')).toContain(
+      'a-run-' + HOSTILE
+    );
+    expect(dom.container.querySelector('img')).toBeNull();
+    // When Copy next to the id is clicked, Then the id goes to the clipboard
+    act(() => (jobRow.querySelector('.jp-Air-copy') as HTMLButtonElement).click());
+    expect(onCopy).toHaveBeenCalledWith('job-3f9a1c2b7d4e');
   });
 
   it('compares two selected runs in the MLflow UI', async () => {
@@ -114,14 +144,17 @@ describe('Experiment views', () => {
         onOpenUrl={onOpenUrl}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onCopy={() => undefined}
         trans={trans}
       />
     );
-    render(panel);
-    const compare = () => container.querySelector('.jp-Air-compare') as HTMLButtonElement;
+    dom.render(panel);
+    const compare = () => dom.container.querySelector('.jp-Air-compare') as HTMLButtonElement;
     const select = (id: string) =>
       act(() =>
-        (container.querySelector(`[data-run-id="${id}"] .jp-Air-run-select`) as HTMLElement).click()
+        (
+          dom.container.querySelector(`[data-run-id="${id}"] .jp-Air-run-select`) as HTMLElement
+        ).click()
       );
     // When one run is selected, Then Compare is off; when two are, it opens MLflow's compare view
     select('a');
@@ -138,17 +171,18 @@ describe('Experiment views', () => {
   it('explains how runs and jobs get there when there are none', async () => {
     const server = new FakeRunsServer();
     const model = await loadedModel(server);
-    render(
+    dom.render(
       <ExperimentPanel
         model={model}
         revision={1}
         onOpenUrl={() => undefined}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onCopy={() => undefined}
         trans={trans}
       />
     );
-    const text = container.textContent ?? '';
+    const text = dom.container.textContent ?? '';
     expect(text).toContain('No runs from this notebook yet');
     for (const code of ['train.distributed(…)', '%%air_run', '/Users/alice/train', 'air run']) {
       expect(text).toContain(code);

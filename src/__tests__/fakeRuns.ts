@@ -83,7 +83,12 @@ export class FakeRunsServer {
   /** Attempts that have ended, by job. */
   ended = new Set<string>();
   windowRuns: IRun[] = [];
-  calls: { endpoint: string; method: string }[] = [];
+  /**
+   * What `POST jobs` answers for each workload path: the job it starts (then listed by `GET jobs`), or
+   * the errors of the file (a 400); a path not here answers 400 "no such file".
+   */
+  workloads = new Map<string, IJob | string[]>();
+  calls: { endpoint: string; method: string; body?: string }[] = [];
   inFlight = 0;
   maxInFlight = 0;
   delayMs = 0;
@@ -95,7 +100,8 @@ export class FakeRunsServer {
 
   request = async <T>(endpoint: string, init?: RequestInit): Promise<T> => {
     const method = init?.method ?? 'GET';
-    this.calls.push({ endpoint, method });
+    const body = typeof init?.body === 'string' ? init.body : undefined;
+    this.calls.push(body === undefined ? { endpoint, method } : { endpoint, method, body });
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
@@ -105,15 +111,18 @@ export class FakeRunsServer {
       if (this.failWith) {
         throw this.failWith;
       }
-      return this.answer(endpoint, method) as T;
+      return this.answer(endpoint, method, body) as T;
     } finally {
       this.inFlight -= 1;
     }
   };
 
-  private answer(endpoint: string, method: string): unknown {
+  private answer(endpoint: string, method: string, body?: string): unknown {
     const [path, query = ''] = endpoint.split('?');
     const params = new URLSearchParams(query);
+    if (path === 'jobs' && method === 'POST') {
+      return this.submit(JSON.parse(body ?? '{}').path);
+    }
     if (path === 'runs' && params.has('notebook')) {
       return this.notebookRuns(params);
     }
@@ -144,6 +153,16 @@ export class FakeRunsServer {
       return this.logChunk(decodeURIComponent(logs[1]), params);
     }
     throw new RequestError(`jupyter-air/${path} answered 404`, 'unavailable', 404);
+  }
+
+  private submit(path: string): IJob {
+    const answer = this.workloads.get(path) ?? [`${path}: no such file`];
+    if (Array.isArray(answer)) {
+      const message = `${path} is not a valid workload (${answer.length} errors).`;
+      throw new RequestError(`jupyter-air/jobs answered 400: ${message}`, 'server', 400, answer);
+    }
+    this.jobs = [answer, ...this.jobs];
+    return answer;
   }
 
   private notebookRuns(params: URLSearchParams): IRunsPayload {

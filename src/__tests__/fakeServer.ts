@@ -1,6 +1,6 @@
 /** An in-memory stand-in for the server's GPU routes, behind the model's request seam. */
 import { RequestError } from '../request';
-import { IGpuPayload, IVersionPayload } from '../tokens';
+import { IGpuPayload, IVersionPayload } from '../gpu/tokens';
 import { FRONTEND_VERSION } from '../version';
 
 export const START_MS = 1_764_420_000_000;

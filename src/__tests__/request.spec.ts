@@ -81,6 +81,35 @@ describe('requestAPI', () => {
     );
   });
 
+  it('tells a job the server does not have from a missing extension, both 404', async () => {
+    // Given the extension answering 404 with its message (a job it does not have)
+    const body = JSON.stringify({ message: 'No job run job-0123456789ab under AIR_HOME' });
+    const { settings } = settingsAnswering(async () => new Response(body, { status: 404 }));
+    // When that job's log is requested, Then the error is the server's, not "not installed"
+    const error = await failure(requestAPI('jobs/job-0123456789ab/logs', {}, settings));
+    expect(error.kind).toBe('server');
+    expect(error.status).toBe(404);
+    expect(error.message).toBe(
+      'jupyter-air/jobs/job-0123456789ab/logs answered 404: No job run job-0123456789ab under AIR_HOME'
+    );
+  });
+
+  it('keeps every error a 400 answer lists', async () => {
+    // Given a workload file with two errors
+    const body = JSON.stringify({
+      message: 'train.yaml is not a valid workload (2 errors).',
+      errors: ['train.yaml:3: command: field required', 'train.yaml:5: max_retries: not an integer']
+    });
+    const { settings } = settingsAnswering(async () => new Response(body, { status: 400 }));
+    // When it is submitted, Then the error carries both lines
+    const error = await failure(requestAPI('jobs', { method: 'POST' }, settings));
+    expect(error.status).toBe(400);
+    expect(error.errors).toEqual([
+      'train.yaml:3: command: field required',
+      'train.yaml:5: max_retries: not an integer'
+    ]);
+  });
+
   it('reports a body that is not JSON', async () => {
     // Given a proxy answering HTML
     const { settings } = settingsAnswering(async () => new Response('<html>', { status: 502 }));

@@ -2,14 +2,14 @@
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot, Root } from 'react-dom/client';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 import { formatElapsed } from '../format';
 import { RequestError } from '../request';
 import { RunCard } from '../runcard/RunCard';
 import { requestStop } from '../runcard/stop';
 import { ICardData, StopState } from '../runcard/tokens';
+import { reactRoot } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
 const STARTED_MS = 1_764_420_000_000;
@@ -47,39 +47,26 @@ function card(changes: Partial<ICardData> = {}): ICardData {
   };
 }
 
-let container: HTMLDivElement;
-let root: Root;
+const dom = reactRoot();
 
 function render(data: ICardData, stop: StopState = { phase: 'idle' }, onStop = () => {}): void {
   act(() =>
-    root.render(
+    dom.root.render(
       <RunCard data={data} nowMs={STARTED_MS + 65_000} stop={stop} onStop={onStop} trans={trans} />
     )
   );
 }
 
 function text(selector: string): string | null | undefined {
-  return container.querySelector(selector)?.textContent;
+  return dom.container.querySelector(selector)?.textContent;
 }
-
-beforeEach(() => {
-  (globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true;
-  container = document.createElement('div');
-  document.body.appendChild(container);
-  root = createRoot(container);
-});
-
-afterEach(() => {
-  act(() => root.unmount());
-  container.remove();
-});
 
 describe('RunCard', () => {
   it('shows a running call: links, status, elapsed time, placement, metrics and ranks', () => {
     // Given a running 2-rank call on 2 GPUs, 65 s after it started
     render(card());
     // Then the header links to the experiment and run, and counts the time itself
-    const links = [...container.querySelectorAll('.jp-Air-runCard-header a')];
+    const links = [...dom.container.querySelectorAll('.jp-Air-runCard-header a')];
     expect(links.map(a => [a.textContent, a.getAttribute('href')])).toEqual([
       ['mnist', '/lab/jupyter-air/experiments/1/open'],
       ['baseline', '/lab/jupyter-air/runs/abc123/open']
@@ -88,7 +75,7 @@ describe('RunCard', () => {
     expect(text('.jp-Air-runCard-elapsed')).toBe('1m 05s');
     expect(text('.jp-Air-runCard-header')).toContain('2 ranks on 1 node · GPUs 0, 1');
     // And the metric's latest value, step and sparkline, and each rank's state and last line
-    const metric = container.querySelector('[data-metric="train_loss"]')!;
+    const metric = dom.container.querySelector('[data-metric="train_loss"]')!;
     expect([...metric.querySelectorAll('td')].map(td => td.textContent)).toEqual([
       'train_loss',
       '0.25',
@@ -110,7 +97,7 @@ describe('RunCard', () => {
     // When rendered
     render(data);
     // Then no element came from the names, and they show as typed
-    expect(container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('img')).toBeNull();
     expect(text('.jp-Air-runCard-header b')).toBe(HOSTILE);
     expect(text('.jp-Air-runCard-output pre')).toBe(HOSTILE);
     expect(text('.jp-Air-runCard-hint')).toContain('no MLflow UI known for this store');
@@ -120,7 +107,8 @@ describe('RunCard', () => {
     // Given a running card, When Stop is clicked, Then the action is called
     const onStop = vi.fn();
     render(card(), { phase: 'idle' }, onStop);
-    const button = () => container.querySelector<HTMLButtonElement>('button.jp-Air-runCard-stop');
+    const button = () =>
+      dom.container.querySelector<HTMLButtonElement>('button.jp-Air-runCard-stop');
     act(() => button()!.click());
     expect(onStop).toHaveBeenCalledTimes(1);
     // When the request is on its way, Then the button says so and cannot be clicked again
@@ -153,7 +141,7 @@ describe('RunCard', () => {
       })
     );
     // Then the card is marked failed and says where and why
-    expect(container.querySelector('.jp-Air-runCard-failed')).not.toBeNull();
+    expect(dom.container.querySelector('.jp-Air-runCard-failed')).not.toBeNull();
     expect(text('.jp-Air-runCard-failure')).toBe(
       'Failed on node 0, rank 1, exit code 1: ValueError: boom'
     );

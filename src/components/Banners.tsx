@@ -25,13 +25,15 @@ export function PausedBanner(props: IPausedBannerProps): JSX.Element {
 
 export interface IErrorBannerProps {
   error: RequestError;
+  /** What failed, e.g. "Reading GPU data failed" (a missing server extension says so instead). */
+  heading: string;
   /** Milliseconds until the next attempt, or `null` when none is scheduled. */
   retryInMs: number | null;
   trans: TranslationBundle;
 }
 
 export function ErrorBanner(props: IErrorBannerProps): JSX.Element {
-  const { error, retryInMs, trans } = props;
+  const { error, heading, retryInMs, trans } = props;
   const unavailable = error.kind === 'unavailable';
   return (
     <div
@@ -39,9 +41,7 @@ export function ErrorBanner(props: IErrorBannerProps): JSX.Element {
       role="alert"
     >
       <div className="jp-Air-banner-title">
-        {unavailable
-          ? trans.__('Server extension unavailable')
-          : trans.__('Reading GPU data failed')}
+        {unavailable ? trans.__('Server extension unavailable') : heading}
       </div>
       <div>{error.message}</div>
       {retryInMs !== null ? (

@@ -1,11 +1,7 @@
 /** The Logs view's model: one node's log of one attempt of an `air` job, followed by byte offset. */
-import { IDisposable } from '@lumino/disposable';
-import { Poll } from '@lumino/polling';
-import { ISignal, Signal } from '@lumino/signaling';
-
-import type { Requester } from '../model';
-import { requestAPI, RequestError } from '../request';
-import { ILogChunk, JobStatus, RunStatus } from './tokens';
+import { PollingModel } from '../pollingModel';
+import type { Requester } from '../request';
+import { DEFAULT_EXPERIMENT_SETTINGS, ILogChunk, JobStatus, RunStatus } from './tokens';
 
 /** Most lines kept for display; the download has them all. */
 export const MAX_LOG_LINES = 20_000;
@@ -15,35 +11,23 @@ const CATCH_UP_CHUNKS = 16;
 
 /**
  * Reads `jobs/<id>/logs` from offset 0, then asks only for what was added (`offset` = the
- * `next_offset` of the last answer), until the attempt has ended and everything was read.
- * Requests never overlap; the first answer pins the attempt, so "the latest" stays the same one.
+ * `next_offset` of the last answer), while the view is visible and until the attempt has ended and
+ * everything was read (see `PollingModel` for when it pauses). The first answer pins the attempt,
+ * so "the latest" stays the same one.
  */
-export class LogModel implements IDisposable {
+export class LogModel extends PollingModel {
   constructor(options: LogModel.IOptions) {
+    super({ ...options, name: 'jupyter-air:job-logs', intervalMs: options.intervalMs ?? 1000 });
     this.jobRunId = options.jobRunId;
     this._attempt = options.attempt ?? -1;
     this.node = options.node ?? 0;
-    this._request = options.request ?? requestAPI;
     this._maxLines = options.maxLines ?? MAX_LOG_LINES;
-    this._poll = new Poll<void, RequestError, 'standby'>({
-      auto: false,
-      factory: () => this._tick(),
-      frequency: { backoff: true, interval: options.intervalMs ?? 1000, max: 60_000 },
-      name: 'jupyter-air:job-logs',
-      standby: 'when-hidden'
-    });
+    this._timeoutSeconds =
+      options.inactivityTimeoutSeconds ?? DEFAULT_EXPERIMENT_SETTINGS.inactivityTimeoutSeconds;
   }
 
   readonly jobRunId: string;
   readonly node: number;
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._poll.isDisposed;
-  }
 
   /** The attempt shown (-1 until the server said which one is the latest). */
   get attempt(): number {
@@ -77,56 +61,34 @@ export class LogModel implements IDisposable {
     return this._jobStatus;
   }
 
-  get error(): RequestError | null {
-    return this._error;
+  protected get inactivityTimeoutSeconds(): number {
+    return this._timeoutSeconds;
   }
 
-  /** Start following (once). */
-  start(): Promise<void> {
-    return this._poll.start();
+  /** Following goes on until the whole log of an ended attempt has been read. */
+  protected due(): boolean {
+    return !this._complete;
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._poll.dispose();
-    Signal.clearData(this);
-  }
-
-  private async _tick(): Promise<void> {
+  /** Read what was added, several chunks in a row while catching up with a long log. */
+  protected async fetch(): Promise<void> {
     for (let i = 0; i < CATCH_UP_CHUNKS; i++) {
-      const chunk = await this._read();
+      const query = `attempt=${this._attempt}&node=${this.node}&offset=${this._offset}`;
+      const chunk = await this.read<ILogChunk>(
+        `jobs/${encodeURIComponent(this.jobRunId)}/logs?${query}`,
+        { method: 'GET' },
+        'Reading the log'
+      );
       this._append(chunk);
       if (chunk.complete) {
         this._complete = true;
-        void this._poll.stop();
         break;
       }
       if (chunk.next_offset >= chunk.size_bytes || chunk.next_offset === chunk.offset) {
         break;
       }
     }
-    this._changed.emit();
-  }
-
-  private async _read(): Promise<ILogChunk> {
-    const query = `attempt=${this._attempt}&node=${this.node}&offset=${this._offset}`;
-    try {
-      const chunk = await this._request<ILogChunk>(
-        `jobs/${encodeURIComponent(this.jobRunId)}/logs?${query}`,
-        { method: 'GET' }
-      );
-      this._error = null;
-      return chunk;
-    } catch (error) {
-      this._error =
-        error instanceof RequestError
-          ? error
-          : new RequestError(`Reading the log failed: ${error}`, 'server', null);
-      this._changed.emit();
-      throw this._error;
-    }
+    this.emitChanged();
   }
 
   private _append(chunk: ILogChunk): void {
@@ -154,18 +116,15 @@ export class LogModel implements IDisposable {
 
   private _attempt: number;
   private _attemptStatus: RunStatus | null = null;
-  private _changed = new Signal<this, void>(this);
   private _complete = false;
   private _dropped = 0;
-  private _error: RequestError | null = null;
   private _jobStatus: JobStatus | null = null;
   private _lines: string[] = [];
   private _maxLines: number;
   private _offset = 0;
   /** Text after the last newline of a line handed out in pieces (longer than a chunk). */
   private _pending = '';
-  private _poll: Poll<void, RequestError, 'standby'>;
-  private _request: Requester;
+  private _timeoutSeconds: number;
 }
 
 export namespace LogModel {
@@ -178,5 +137,9 @@ export namespace LogModel {
     /** Milliseconds between two reads while the attempt runs. */
     intervalMs?: number;
     maxLines?: number;
+    /** Seconds hidden or without activity before following pauses (the Experiment panel's setting). */
+    inactivityTimeoutSeconds?: number;
+    /** Clock in epoch milliseconds (tests). */
+    now?: () => number;
   }
 }

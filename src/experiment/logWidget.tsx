@@ -3,27 +3,27 @@ import { MainAreaWidget, ToolbarButton } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import type { TranslationBundle } from '@jupyterlab/translation';
-import { downloadIcon, ReactWidget } from '@jupyterlab/ui-components';
+import { downloadIcon, refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import * as React from 'react';
 
+import { ModelView } from '../modelView';
 import { LogView } from './components/LogView';
 import { LogModel } from './logModel';
 import { logWidgetId } from './tokens';
 
 /** The log lines, scrolled to the end while following unless the reader scrolled up. */
-class LogContent extends ReactWidget {
+class LogContent extends ModelView<LogModel> {
   constructor(
-    readonly model: LogModel,
+    model: LogModel,
     private _trans: TranslationBundle
   ) {
-    super();
+    super(model);
     this.addClass('jp-Air-log');
     this.node.addEventListener('scroll', () => {
       const { scrollTop, scrollHeight, clientHeight } = this.node;
       this._stickToEnd = scrollHeight - scrollTop - clientHeight < 24;
     });
-    model.changed.connect(this._onModelChanged, this);
   }
 
   /** Scroll to the last line and keep following. */
@@ -33,7 +33,7 @@ class LogContent extends ReactWidget {
   }
 
   protected render(): JSX.Element {
-    return <LogView model={this.model} revision={this._revision} trans={this._trans} />;
+    return <LogView model={this.model} revision={this.revision} trans={this._trans} />;
   }
 
   protected onUpdateRequest(msg: Message): void {
@@ -46,17 +46,6 @@ class LogContent extends ReactWidget {
     }
   }
 
-  protected onAfterAttach(msg: Message): void {
-    super.onAfterAttach(msg);
-    void this.model.start();
-  }
-
-  private _onModelChanged(): void {
-    this._revision += 1;
-    this.update();
-  }
-
-  private _revision = 0;
   private _stickToEnd = true;
 }
 
@@ -104,8 +93,14 @@ export function createLogWidget(options: {
     tooltip: trans.__('Scroll to the last line and keep following the log'),
     onClick: () => content.jumpToEnd()
   });
+  const refresh = new ToolbarButton({
+    icon: refreshIcon,
+    tooltip: trans.__('Read the log now (resumes following)'),
+    onClick: () => void model.refresh()
+  });
   widget.toolbar.addItem('download', download);
   widget.toolbar.addItem('jump-to-end', end);
+  widget.toolbar.addItem('refresh', refresh);
   widget.disposed.connect(() => model.dispose());
   return widget;
 }

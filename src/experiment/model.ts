@@ -1,11 +1,7 @@
 /** The Experiment panel's model: the followed notebook's runs and the `air` jobs, one poll of the server. */
-import { IDisposable } from '@lumino/disposable';
-import { Poll } from '@lumino/polling';
-import { ISignal, Signal } from '@lumino/signaling';
-
-import type { Requester } from '../model';
-import { Inactivity, pollFrequency, RequestQueue } from '../polling';
-import { requestAPI, RequestError } from '../request';
+import { PollingModel } from '../pollingModel';
+import type { Requester } from '../request';
+import { compareUrl, mergeRuns, pollSince, topLevelRuns } from './runs';
 import {
   ACTIVE_JOB_STATUSES,
   DEFAULT_EXPERIMENT_SETTINGS,
@@ -13,7 +9,8 @@ import {
   IJob,
   IJobsPayload,
   IRun,
-  IRunsPayload
+  IRunsPayload,
+  ISubmitWorkload
 } from './tokens';
 
 /** What the panel's header shows. */
@@ -24,36 +21,23 @@ const PAGE_SIZE = 50;
 const CHANGES_LIMIT = 200;
 
 /**
- * Holds the runs of the followed notebook and the `air` jobs; widgets subscribe to `changed`.
+ * Holds the runs of the followed notebook and the `air` jobs (see `PollingModel` for when it pauses).
  *
- * It polls only while the panel is visible and something may change: a run or a job is active, or
- * the notebook's kernel is busy (a cell may be starting a run). After the first page of runs, a poll
- * asks only for the runs that changed (`since` = the oldest start among the runs still running, or the
- * newest start held), so a long list costs one small answer per poll. Requests never overlap. Polling
- * pauses after the inactivity timeout (panel hidden, or no activity in the page) like the GPU panel's,
- * and resumes on `refresh()` or when the panel is shown again.
+ * It polls while the panel is visible. Each poll reads the job list (a job started from a terminal
+ * shows within one interval); the runs only while something may change them: a run is running, or the
+ * notebook's kernel is busy (a cell may be starting a run), and once after. After the first page of
+ * runs, a poll asks only for the runs that changed (`since` = the oldest start among the runs still
+ * running, or the newest start held), so a long list costs one small answer per poll.
  */
-export class ExperimentModel implements IDisposable {
+export class ExperimentModel extends PollingModel {
   constructor(options: ExperimentModel.IOptions = {}) {
-    this._request = options.request ?? requestAPI;
-    this._now = options.now ?? Date.now;
-    this._settings = { ...DEFAULT_EXPERIMENT_SETTINGS, ...options.settings };
-    this._inactivity = new Inactivity(this._now);
-    this._poll = new Poll<void, RequestError, 'standby'>({
-      auto: false,
-      factory: () => this._tick(),
-      frequency: this._frequency(),
+    const settings = { ...DEFAULT_EXPERIMENT_SETTINGS, ...options.settings };
+    super({
+      ...options,
       name: 'jupyter-air:experiment',
-      standby: 'never'
+      intervalMs: settings.pollIntervalSeconds * 1000
     });
-  }
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._poll.isDisposed;
+    this._settings = settings;
   }
 
   get settings(): IExperimentSettings {
@@ -62,7 +46,7 @@ export class ExperimentModel implements IDisposable {
 
   set settings(settings: IExperimentSettings) {
     this._settings = { ...settings };
-    this._poll.frequency = this._frequency();
+    this.setIntervalMs(settings.pollIntervalSeconds * 1000);
   }
 
   /** Path of the followed notebook (as JupyterLab names it), or `null` when no notebook is open. */
@@ -79,7 +63,7 @@ export class ExperimentModel implements IDisposable {
     this._runs = [];
     this._runsPayload = null;
     this._nextPageToken = null;
-    this._changed.emit();
+    this.emitChanged();
     void this._wake(true);
   }
 
@@ -102,29 +86,14 @@ export class ExperimentModel implements IDisposable {
     return this._nextPageToken !== null;
   }
 
-  get error(): RequestError | null {
-    return this._error;
-  }
-
   get state(): ExperimentState {
-    if (this._error?.kind === 'unavailable') {
-      return 'unavailable';
-    }
-    if (this._error) {
-      return 'error';
-    }
-    if (this._pausedAfterSeconds !== null) {
-      return 'paused';
+    if (this.problem) {
+      return this.problem;
     }
     if (!this._loaded) {
       return 'loading';
     }
-    return this._polling ? 'live' : 'idle';
-  }
-
-  /** The inactivity timeout, in seconds, after which polling paused; `null` otherwise. */
-  get pausedAfterSeconds(): number | null {
-    return this._pausedAfterSeconds;
+    return this.polling ? 'live' : 'idle';
   }
 
   /** True while a run or a job is active, or the notebook's kernel is busy. */
@@ -139,8 +108,7 @@ export class ExperimentModel implements IDisposable {
 
   /** Top-level runs: those whose parent is not among the runs held. */
   get topLevelRuns(): IRun[] {
-    const held = new Set(this._runs.map(run => run.run_id));
-    return this._runs.filter(run => !run.parent_run_id || !held.has(run.parent_run_id));
+    return topLevelRuns(this._runs);
   }
 
   /** The runs nested in `runId`, newest first. */
@@ -148,36 +116,9 @@ export class ExperimentModel implements IDisposable {
     return this._runs.filter(run => run.parent_run_id === runId);
   }
 
-  /**
-   * The MLflow UI page comparing `runIds`, or `null` when no MLflow UI is known for the store.
-   */
+  /** The MLflow UI page comparing `runIds`, or `null` when no MLflow UI is known for the store. */
   compareUrl(runIds: string[]): string | null {
-    const root = this._runsPayload?.ui_url;
-    if (!root || runIds.length === 0) {
-      return null;
-    }
-    const chosen = this._runs.filter(run => runIds.includes(run.run_id));
-    const experiments = [...new Set(chosen.map(run => run.experiment_id))].sort();
-    const runs = JSON.stringify(chosen.map(run => run.run_id));
-    return (
-      `${root}#/compare-runs?runs=${encodeURIComponent(runs)}` +
-      `&experiments=${encodeURIComponent(JSON.stringify(experiments))}`
-    );
-  }
-
-  /** Tell the model whether the panel is visible; showing it reloads, hiding it stops polling. */
-  setVisible(visible: boolean): void {
-    if (visible === this._visible) {
-      return;
-    }
-    this._visible = visible;
-    if (!visible) {
-      this._inactivity.hidden();
-      return;
-    }
-    this._inactivity.shown();
-    this._pausedAfterSeconds = null;
-    void this._wake(true);
+    return compareUrl(this._runsPayload?.ui_url ?? null, this._runs, runIds);
   }
 
   /** Whether the followed notebook's kernel is busy; once idle again, one more poll sees how it ended. */
@@ -190,27 +131,6 @@ export class ExperimentModel implements IDisposable {
     void this._wake(false);
   }
 
-  /** Record pointer or keyboard activity in the page. */
-  notifyActivity(): void {
-    this._inactivity.activity();
-  }
-
-  /** Reload the runs (first page) and the jobs now, resuming polling if paused. */
-  async refresh(): Promise<void> {
-    if (this.isDisposed) {
-      return;
-    }
-    this._inactivity.activity();
-    const resumed = this._pausedAfterSeconds !== null;
-    this._pausedAfterSeconds = null;
-    if (resumed) {
-      this._changed.emit();
-    }
-    await this._wake(true);
-    // The tick scheduled above settles once its requests have been answered.
-    await this._poll.tick.catch(() => undefined);
-  }
-
   /** Load the next page of older runs. */
   async loadMore(): Promise<void> {
     const token = this._nextPageToken;
@@ -218,7 +138,7 @@ export class ExperimentModel implements IDisposable {
     if (token === null || path === null) {
       return;
     }
-    await this._serialized(async () => {
+    await this.serialized(async () => {
       const page = await this._get<IRunsPayload>(
         `runs?notebook=${encodeURIComponent(path)}&limit=${PAGE_SIZE}` +
           `&page_token=${encodeURIComponent(token)}`
@@ -226,99 +146,83 @@ export class ExperimentModel implements IDisposable {
       if (path !== this._notebookPath) {
         return;
       }
-      this._merge(page.runs);
+      this._runs = mergeRuns(this._runs, page.runs);
       this._nextPageToken = page.next_page_token;
-      this._changed.emit();
+      this.emitChanged();
+    });
+  }
+
+  /** The job the panel shows a person (just submitted from this page), or `null`. */
+  get revealedJob(): string | null {
+    return this._revealedJob;
+  }
+
+  /**
+   * Submit the workload file at `path` (relative to the server's root) as an `air` job: listed at once,
+   * and shown (`revealedJob`). Rejects with the server's `RequestError`, every error of the file in
+   * its `errors`; a refused file is not the panel's failure, so `error` stays as it was.
+   */
+  async submitWorkload(path: string): Promise<IJob> {
+    const body: ISubmitWorkload = { path };
+    // A string body alone would be sent as text/plain.
+    const headers = { 'Content-Type': 'application/json' };
+    const job = await this.serialized(() =>
+      this.request<IJob>('jobs', { method: 'POST', headers, body: JSON.stringify(body) })
+    );
+    this._jobs = [job, ...this._jobs.filter(held => held.job_run_id !== job.job_run_id)];
+    this._revealedJob = job.job_run_id;
+    this.emitChanged();
+    return job;
+  }
+
+  /**
+   * Resolves `true` once the job has an attempt (so a log to follow), as the job list shows it; `false`
+   * if it ends, or leaves the list, without one.
+   */
+  jobStarted(jobRunId: string): Promise<boolean> {
+    return new Promise(resolve => {
+      const check = () => {
+        const job = this._jobs.find(held => held.job_run_id === jobRunId);
+        const started = !!job && job.attempts.length > 0;
+        if (started || !job || !ACTIVE_JOB_STATUSES.includes(job.status)) {
+          this.changed.disconnect(check);
+          resolve(started);
+        }
+      };
+      this.changed.connect(check);
+      check();
     });
   }
 
   /** Cancel an active job (the server answers once it has ended) and reload. */
   async cancelJob(jobRunId: string): Promise<void> {
-    await this._serialized(async () => {
-      await this._request(`jobs/${encodeURIComponent(jobRunId)}/cancel`, { method: 'POST' });
+    await this.serialized(async () => {
+      await this.request(`jobs/${encodeURIComponent(jobRunId)}/cancel`, { method: 'POST' });
     });
     await this.refresh();
   }
 
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this._poll.dispose();
-    Signal.clearData(this);
+  protected get inactivityTimeoutSeconds(): number {
+    return this._settings.inactivityTimeoutSeconds;
   }
 
-  private _frequency() {
-    return pollFrequency(this._settings.pollIntervalSeconds * 1000);
+  /** Polling goes on while the panel is visible. */
+  protected due(): boolean {
+    return this.visible;
   }
 
-  private _inactive(): boolean {
-    return this._inactivity.expired(this._settings.inactivityTimeoutSeconds * 1000);
-  }
-
-  /** Schedule a poll now (`full`: reload the first page rather than ask for changes). */
-  private async _wake(full: boolean): Promise<void> {
-    if (this.isDisposed || !this._visible || this._pausedAfterSeconds !== null) {
-      return;
-    }
-    this._fullReload = this._fullReload || full;
-    const phase = this._poll.state.phase;
-    await (phase === 'stopped' || phase === 'constructed'
-      ? this._poll.start()
-      : this._poll.refresh());
-  }
-
-  /** The poll's factory: stop when hidden, idle or inactive, otherwise fetch. */
-  private async _tick(): Promise<void> {
-    if (!this._visible) {
-      this._stopPolling();
-      return;
-    }
-    if (this._inactive()) {
-      this._pausedAfterSeconds = this._settings.inactivityTimeoutSeconds;
-      this._stopPolling();
-      return;
-    }
-    this._polling = true;
-    const full = this._fullReload;
-    this._fullReload = false;
-    await this._serialized(() => this._fetch(full));
-    if (!this.active) {
-      this._stopPolling();
-    }
-  }
-
-  private _stopPolling(): void {
-    this._polling = false;
-    void this._poll.stop();
-    this._changed.emit();
-  }
-
-  /** Run requests one after another, never two at once. */
-  private _serialized(fn: () => Promise<void>): Promise<void> {
-    return this._queue.run(fn);
-  }
-
-  private async _get<T>(endpoint: string): Promise<T> {
-    try {
-      const answer = await this._request<T>(endpoint, { method: 'GET' });
-      this._error = null;
-      return answer;
-    } catch (error) {
-      this._error =
-        error instanceof RequestError
-          ? error
-          : new RequestError(`Reading runs failed: ${error}`, 'server', null);
-      this._changed.emit();
-      throw this._error;
-    }
+  /** A panel shown again reloads the first page of runs and the jobs. */
+  protected onShown(): void {
+    this._fullReload = true;
   }
 
   /**
-   * Read what may have changed: the runs while one runs or a cell runs (and once after), the jobs while
-   * one is active or a cell runs (it may start one); both on a full reload.
+   * Read what may have changed: the runs while one runs or a cell runs (and once after), or on a full
+   * reload or a refresh; the jobs every time.
    */
-  private async _fetch(full: boolean): Promise<void> {
+  protected async fetch(refresh: boolean): Promise<void> {
+    const full = refresh || this._fullReload;
+    this._fullReload = false;
     const due = this._kernelBusy || this._kernelSettled;
     this._kernelSettled = false;
     const path = this._notebookPath;
@@ -326,16 +230,23 @@ export class ExperimentModel implements IDisposable {
     if (path !== null && (full || due || runsRunning || this._runsPayload === null)) {
       await this._fetchRuns(path, full || this._runsPayload === null);
     }
-    const jobsActive = this._jobs.some(job => ACTIVE_JOB_STATUSES.includes(job.status));
-    if (full || due || jobsActive || !this._loaded) {
-      this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
-    }
+    this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
     this._loaded = true;
-    this._changed.emit();
+    this.emitChanged();
+  }
+
+  /** Poll now if due (`full`: reload the first page rather than ask for changes). */
+  private _wake(full: boolean): Promise<void> {
+    this._fullReload = this._fullReload || full;
+    return this.wake();
+  }
+
+  private _get<T>(endpoint: string): Promise<T> {
+    return this.read<T>(endpoint, { method: 'GET' }, 'Reading runs');
   }
 
   private async _fetchRuns(path: string, full: boolean): Promise<void> {
-    const since = full ? null : this._since();
+    const since = full ? null : pollSince(this._runs);
     const query = since === null ? `&limit=${PAGE_SIZE}` : `&since=${since}&limit=${CHANGES_LIMIT}`;
     const answer = await this._get<IRunsPayload>(
       `runs?notebook=${encodeURIComponent(path)}${query}`
@@ -348,38 +259,10 @@ export class ExperimentModel implements IDisposable {
       this._nextPageToken = answer.next_page_token;
     }
     this._runsPayload = answer;
-    this._merge(answer.runs);
+    this._runs = mergeRuns(this._runs, answer.runs);
   }
 
-  /**
-   * Start of the runs to ask for again, in the server's clock: the start of the oldest run held as
-   * running, or of the newest run held. Every new run, and every run that may have changed (ended,
-   * logged metrics), started at or after it.
-   */
-  private _since(): number | null {
-    if (this._runs.length === 0) {
-      return null;
-    }
-    const starts = [
-      this._runs[0].start_ms,
-      ...this._runs.filter(run => run.status === 'RUNNING').map(run => run.start_ms)
-    ];
-    return Math.min(...starts);
-  }
-
-  /** Add or replace runs, newest first. */
-  private _merge(runs: IRun[]): void {
-    const byId = new Map(this._runs.map(run => [run.run_id, run]));
-    runs.forEach(run => byId.set(run.run_id, run));
-    this._runs = [...byId.values()].sort(
-      (a, b) => b.start_ms - a.start_ms || a.run_id.localeCompare(b.run_id)
-    );
-  }
-
-  private _changed = new Signal<this, void>(this);
-  private _error: RequestError | null = null;
   private _fullReload = true;
-  private _inactivity: Inactivity;
   private _jobs: IJob[] = [];
   private _kernelBusy = false;
   /** The kernel has just become idle: one more read sees how its runs ended. */
@@ -387,16 +270,10 @@ export class ExperimentModel implements IDisposable {
   private _loaded = false;
   private _nextPageToken: string | null = null;
   private _notebookPath: string | null = null;
-  private _now: () => number;
-  private _pausedAfterSeconds: number | null = null;
-  private _poll: Poll<void, RequestError, 'standby'>;
-  private _polling = false;
-  private _queue = new RequestQueue();
-  private _request: Requester;
   private _runs: IRun[] = [];
+  private _revealedJob: string | null = null;
   private _runsPayload: IRunsPayload | null = null;
   private _settings: IExperimentSettings;
-  private _visible = false;
 }
 
 export namespace ExperimentModel {

@@ -1,33 +1,27 @@
-/** Plugins: the Experiment panel (left sidebar) with the Logs view, and the GPU status bar readout. */
+/** The Experiment panel (left sidebar) with the Logs view, following the current notebook. */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
-import { IDisposable } from '@lumino/disposable';
 
-import { trackActivity } from '../activity';
 import { experimentIcon } from '../icon';
-import type { GpuModel } from '../model';
-// The status bar item, the panel and its model are made during activation.
-// eslint-disable-next-line jupyter/prefer-lazy-imports
-import { GpuStatusItem } from '../statusbar';
-import { CommandIDs, IGpuModel } from '../tokens';
+import { addSidebarPanel } from '../panel';
+// The panel and its model are made during activation.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentModel } from './model';
 import {
   DEFAULT_EXPERIMENT_SETTINGS,
   EXPERIMENT_PLUGIN_ID,
   ExperimentCommandIDs,
-  IExperimentSettings,
-  logWidgetId,
-  STATUS_BAR_PLUGIN_ID
+  logWidgetId
 } from './tokens';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentPanelWidget } from './widgets';
-
-const NO_ARGS = { args: { type: 'object' as const, properties: {} } };
+// The command and its context menu item are added during activation.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { addRunWorkloadCommand } from './workload';
 
 const LOG_ARGS = {
   args: {
@@ -40,17 +34,6 @@ const LOG_ARGS = {
     required: ['jobRunId']
   }
 };
-
-function readSettings(settings: ISettingRegistry.ISettings): IExperimentSettings {
-  const get = (key: keyof IExperimentSettings) => {
-    const value = settings.get(key).composite;
-    return typeof value === 'number' && value > 0 ? value : DEFAULT_EXPERIMENT_SETTINGS[key];
-  };
-  return {
-    pollIntervalSeconds: get('pollIntervalSeconds'),
-    inactivityTimeoutSeconds: get('inactivityTimeoutSeconds')
-  };
-}
 
 /**
  * Point the model at the current notebook and tell it while cells of that notebook run (a cell may
@@ -89,7 +72,11 @@ function followNotebooks(tracker: INotebookTracker, model: ExperimentModel): voi
   follow(tracker.currentWidget);
 }
 
-function addLogsCommand(app: JupyterFrontEnd, trans: TranslationBundle): void {
+function addLogsCommand(
+  app: JupyterFrontEnd,
+  model: ExperimentModel,
+  trans: TranslationBundle
+): void {
   app.commands.addCommand(ExperimentCommandIDs.openJobLogs, {
     label: trans.__('Open job logs'),
     caption: trans.__('Follow the output of one node of one attempt of an air job'),
@@ -108,7 +95,9 @@ function addLogsCommand(app: JupyterFrontEnd, trans: TranslationBundle): void {
         import('./logModel'),
         import('./logWidget')
       ]);
-      const widget = createLogWidget({ model: new LogModel({ jobRunId, attempt, node }), trans });
+      const { inactivityTimeoutSeconds } = model.settings;
+      const log = new LogModel({ jobRunId, attempt, node, inactivityTimeoutSeconds });
+      const widget = createLogWidget({ model: log, trans });
       app.shell.add(widget, 'main');
       app.shell.activateById(widget.id);
     }
@@ -117,129 +106,70 @@ function addLogsCommand(app: JupyterFrontEnd, trans: TranslationBundle): void {
 
 export const experimentPlugin: JupyterFrontEndPlugin<void> = {
   id: EXPERIMENT_PLUGIN_ID,
-  description: "The notebook's MLflow runs and the air jobs in the left sidebar, and their logs.",
+  description:
+    "The notebook's MLflow runs and the air jobs in the left sidebar, their logs, and Run workload… on YAML files.",
   autoStart: true,
-  optional: [INotebookTracker, ILayoutRestorer, ICommandPalette, ISettingRegistry, ITranslator],
+  optional: [
+    INotebookTracker,
+    ILayoutRestorer,
+    ICommandPalette,
+    ISettingRegistry,
+    ITranslator,
+    IDefaultFileBrowser
+  ],
   activate: async (
     app: JupyterFrontEnd,
     tracker: INotebookTracker | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    fileBrowser: IDefaultFileBrowser | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter_air');
     const model = new ExperimentModel();
-    addLogsCommand(app, trans);
+    addLogsCommand(app, model, trans);
+    addRunWorkloadCommand(app, model, fileBrowser, trans);
     const widget = new ExperimentPanelWidget({
       model,
       onOpenLogs: (jobRunId, attempt, node) =>
         void app.commands.execute(ExperimentCommandIDs.openJobLogs, { jobRunId, attempt, node }),
       trans
     });
-    widget.title.icon = experimentIcon;
-    widget.title.caption = trans.__('Experiment: runs and workloads');
-    trackActivity(document, () => model.notifyActivity());
     if (tracker) {
       followNotebooks(tracker, model);
     }
-
-    app.commands.addCommand(ExperimentCommandIDs.openExperimentPanel, {
-      label: trans.__('Open Experiment panel'),
-      caption: trans.__("Show the current notebook's runs and the air jobs"),
+    await addSidebarPanel({
+      app,
+      widget,
+      model,
+      area: 'left',
+      rank: 600,
       icon: experimentIcon,
-      describedBy: NO_ARGS,
-      execute: () => {
-        if (!widget.isAttached) {
-          app.shell.add(widget, 'left', { rank: 600 });
-        }
-        app.shell.activateById(widget.id);
+      label: trans.__('Experiment'),
+      caption: trans.__(
+        "Experiment: the current notebook's MLflow runs, and the air jobs (workloads) with their logs"
+      ),
+      open: {
+        id: ExperimentCommandIDs.openExperimentPanel,
+        label: trans.__('Open Experiment panel (MLflow runs, air jobs)'),
+        caption: trans.__(
+          "Show the current notebook's MLflow runs, and the air jobs (workloads) with their logs"
+        )
+      },
+      refresh: {
+        id: ExperimentCommandIDs.refreshExperimentPanel,
+        label: trans.__('Refresh Experiment panel'),
+        caption: trans.__('Read the runs and jobs now and resume polling')
+      },
+      category: trans.__('Experiment'),
+      palette,
+      restorer,
+      settings: {
+        registry: settingRegistry,
+        pluginId: EXPERIMENT_PLUGIN_ID,
+        defaults: DEFAULT_EXPERIMENT_SETTINGS
       }
     });
-    app.commands.addCommand(ExperimentCommandIDs.refreshExperimentPanel, {
-      label: trans.__('Refresh Experiment panel'),
-      caption: trans.__('Read the runs and jobs now and resume polling'),
-      describedBy: NO_ARGS,
-      execute: () => model.refresh()
-    });
-    const category = trans.__('Experiment');
-    palette?.addItem({ command: ExperimentCommandIDs.openExperimentPanel, category });
-    palette?.addItem({ command: ExperimentCommandIDs.refreshExperimentPanel, category });
-
-    app.shell.add(widget, 'left', { rank: 600 });
-    restorer?.add(widget, widget.id);
-
-    if (settingRegistry) {
-      try {
-        const settings = await settingRegistry.load(EXPERIMENT_PLUGIN_ID);
-        model.settings = readSettings(settings);
-        settings.changed.connect(() => {
-          model.settings = readSettings(settings);
-        });
-      } catch (reason) {
-        console.error(`jupyter-air: could not load settings of ${EXPERIMENT_PLUGIN_ID}.`, reason);
-      }
-    }
-  }
-};
-
-/** Register the readout while `enabled`; a disabled readout is removed, so it keeps nothing polling. */
-function showReadout(
-  app: JupyterFrontEnd,
-  gpu: GpuModel,
-  statusBar: IStatusBar,
-  trans: TranslationBundle
-): IDisposable {
-  const item = new GpuStatusItem(gpu, trans, () => {
-    void app.commands.execute(CommandIDs.openGpuPanel);
-  });
-  return statusBar.registerStatusItem(STATUS_BAR_PLUGIN_ID, {
-    item,
-    align: 'left',
-    rank: 50,
-    isActive: () => item.hasGpu,
-    activeStateChanged: gpu.changed
-  });
-}
-
-export const statusBarPlugin: JupyterFrontEndPlugin<void> = {
-  id: STATUS_BAR_PLUGIN_ID,
-  description: "The node's busiest GPU in the status bar, from the GPU panel's model.",
-  autoStart: true,
-  requires: [IGpuModel],
-  optional: [IStatusBar, ISettingRegistry, ITranslator],
-  activate: async (
-    app: JupyterFrontEnd,
-    gpu: GpuModel,
-    statusBar: IStatusBar | null,
-    settingRegistry: ISettingRegistry | null,
-    translator: ITranslator | null
-  ) => {
-    if (!statusBar) {
-      return;
-    }
-    const trans = (translator ?? nullTranslator).load('jupyter_air');
-    let shown: IDisposable | null = null;
-    const apply = (enabled: boolean) => {
-      if (enabled && !shown) {
-        shown = showReadout(app, gpu, statusBar, trans);
-      } else if (!enabled && shown) {
-        shown.dispose();
-        shown = null;
-      }
-    };
-    if (!settingRegistry) {
-      apply(true);
-      return;
-    }
-    try {
-      const settings = await settingRegistry.load(STATUS_BAR_PLUGIN_ID);
-      const read = () => settings.get('enabled').composite !== false;
-      apply(read());
-      settings.changed.connect(() => apply(read()));
-    } catch (reason) {
-      console.error(`jupyter-air: could not load settings of ${STATUS_BAR_PLUGIN_ID}.`, reason);
-      apply(true);
-    }
   }
 };

@@ -1,13 +1,13 @@
 /** Identifiers, settings and REST payload types of the Experiment panel and the Logs view. */
 
 export const EXPERIMENT_PLUGIN_ID = 'jupyter-air:experiment';
-export const STATUS_BAR_PLUGIN_ID = 'jupyter-air:status-bar';
 export const EXPERIMENT_PANEL_ID = 'jupyter-air-experiment-panel';
 
 export namespace ExperimentCommandIDs {
   export const openExperimentPanel = 'jupyter-air:open-experiment-panel';
   export const refreshExperimentPanel = 'jupyter-air:refresh-experiment-panel';
   export const openJobLogs = 'jupyter-air:open-job-logs';
+  export const runWorkload = 'jupyter-air:run-workload';
 }
 
 /** The id of the Logs tab of a log, so opening it again shows the open tab. */
@@ -78,6 +78,17 @@ export interface IRunWindowPayload {
   truncated: boolean;
 }
 
+/** One node of an attempt of a multi-node job. */
+export interface IJobNode {
+  /** The node's index in the job (0 is the first): the `node` of its log. */
+  node: number;
+  hostname: string | null;
+  ip: string | null;
+  ray_node_id: string | null;
+  /** How the node's command ended; `null` while it runs. */
+  exit_code: number | null;
+}
+
 /** One attempt of an `air` job. */
 export interface IJobAttempt {
   attempt: number;
@@ -90,6 +101,8 @@ export interface IJobAttempt {
   ended_ms: number | null;
   exit_code: number | null;
   error: string | null;
+  /** Every node of the attempt (servers before multi-node jobs leave it out). */
+  nodes?: IJobNode[];
 }
 
 /** Job statuses of `air`. */
@@ -115,7 +128,14 @@ export interface IJob {
   exit_code: number | null;
   error: string | null;
   num_nodes: number;
+  /** How it was started, e.g. `notebook` for the job of a remote notebook call (older servers leave it out). */
+  source?: string | null;
   attempts: IJobAttempt[];
+}
+
+/** Body of `POST jupyter-air/jobs`: the workload file to submit, relative to the server's root. */
+export interface ISubmitWorkload {
+  path: string;
 }
 
 /** Answer of `GET jupyter-air/jobs`. */

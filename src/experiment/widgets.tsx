@@ -1,32 +1,20 @@
 /** The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job. */
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
-import { ReactWidget, refreshIcon } from '@jupyterlab/ui-components';
-import { Message } from '@lumino/messaging';
+import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { ModelView } from '../modelView';
 import { ExperimentPanel } from './components/ExperimentPanel';
 import type { ExperimentModel } from './model';
 import { EXPERIMENT_PANEL_ID, IJob } from './tokens';
 
-export class ExperimentPanelWidget extends ReactWidget {
+export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
   constructor(options: ExperimentPanelWidget.IOptions) {
-    super();
-    this.model = options.model;
+    super(options.model);
     this._options = options;
     this.id = EXPERIMENT_PANEL_ID;
     this.addClass('jp-Air-panel');
-    this.model.changed.connect(this._onModelChanged, this);
-  }
-
-  readonly model: ExperimentModel;
-
-  dispose(): void {
-    if (this.isDisposed) {
-      return;
-    }
-    this.model.changed.disconnect(this._onModelChanged, this);
-    super.dispose();
   }
 
   protected render(): JSX.Element {
@@ -34,24 +22,16 @@ export class ExperimentPanelWidget extends ReactWidget {
     return (
       <ExperimentPanel
         model={this.model}
-        revision={this._revision}
+        revision={this.revision}
         onOpenUrl={url => window.open(url, '_blank', 'noopener')}
         onOpenLogs={onOpenLogs}
         onCancelJob={job => void this._confirmCancel(job)}
+        onCopy={text => Clipboard.copyToSystem(text)}
         trans={trans}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        copyIcon={<copyIcon.react tag="span" className="jp-Air-copy-icon" />}
       />
     );
-  }
-
-  protected onAfterShow(msg: Message): void {
-    super.onAfterShow(msg);
-    this.model.setVisible(true);
-  }
-
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
-    this.model.setVisible(false);
   }
 
   private async _confirmCancel(job: IJob): Promise<void> {
@@ -71,13 +51,7 @@ export class ExperimentPanelWidget extends ReactWidget {
     }
   }
 
-  private _onModelChanged(): void {
-    this._revision += 1;
-    this.update();
-  }
-
   private _options: ExperimentPanelWidget.IOptions;
-  private _revision = 0;
 }
 
 export namespace ExperimentPanelWidget {

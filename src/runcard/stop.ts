@@ -1,5 +1,5 @@
 /** The Stop button's request: the server records it and the busy kernel's wait loop acts on it. */
-import type { Requester } from '../model';
+import type { Requester } from '../request';
 import type { StopState } from './tokens';
 
 /**

@@ -4,7 +4,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 import { createRoot, Root } from 'react-dom/client';
 
-import type { Requester } from '../model';
+import type { Requester } from '../request';
 import { FRONTEND_VERSION } from '../version';
 import { RunCard } from './RunCard';
 import { requestStop } from './stop';

@@ -46,12 +46,15 @@ def store(air_home, tmp_path, monkeypatch):
 def _started_by_tests(air_home: pathlib.Path) -> dict[int, str]:
     """Processes anywhere on the machine (orphans get re-parented) started with this test AIR_HOME,
     leaving out this process's own multiprocessing fork server and resource tracker, which live as
-    long as this process by design."""
+    long as this process by design, and AIR_HOME's resident MLflow server (it stops when idle)."""
+    from resident_servers import resident_pids
+
     me = os.getpid()
+    resident = resident_pids(air_home)
     found = {}
     for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
         try:
-            if proc.pid == me or proc.environ().get("AIR_HOME") != str(air_home):
+            if proc.pid == me or proc.pid in resident or proc.environ().get("AIR_HOME") != str(air_home):
                 continue
         except psutil.Error:
             continue

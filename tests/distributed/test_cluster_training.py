@@ -30,10 +30,9 @@ def all_reduce_with_node_facts():
     rank = dist.get_rank()
     value = torch.tensor([float(rank + 1)])
     dist.all_reduce(value)
-    # Where node 0's rendezvous store listens: its actor is an ancestor of node 0's ranks.
+    # Where node 0's rendezvous store listens (its call process and the ranks it forked share the socket).
     port = int(os.environ["MASTER_PORT"])
-    ancestors = {p.pid for p in psutil.Process().parents()}
-    listening = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in ancestors]
+    listening = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN]
     store = sorted({c.laddr.ip for c in listening if c.laddr.port == port})
     print(f"rank {rank} of {dist.get_world_size()} sees {value.item()}", flush=True)
     dist.destroy_process_group()

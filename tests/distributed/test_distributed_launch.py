@@ -102,9 +102,16 @@ def test_bad_input_is_refused_before_any_run_exists(store):
     def uses(lock):
         return lock
 
-    # When it is launched, Then the error says what to do, and no experiment or run was created
-    with pytest.raises(DistributedError, match="cannot send the function or its arguments.*picklable"):
+    # When it is launched, Then the error says which argument and what to do, and no experiment or run was created
+    with pytest.raises(DistributedError, match=r"cannot send argument 0 \(a _thread.lock\) to the workers.*picklable"):
         uses.distributed(threading.Lock())
+    assert store.get_experiment_by_name("launch-bad-input") is None
+    # And a notebook function reading an unpicklable global is refused naming that global
+    cell = "import threading\nlock = threading.Lock()\n\ndef guarded(x):\n    with lock:\n        return x\n"
+    namespace = {"__name__": "__main__"}
+    exec(compile(cell, "<ipython-input-3-beef>", "exec"), namespace)
+    with pytest.raises(DistributedError, match=r"cannot send the global 'lock' that guarded uses \(a _thread.lock\)"):
+        distributed(namespace["guarded"], gpus=2, experiment="launch-bad-input").distributed(1)
     assert store.get_experiment_by_name("launch-bad-input") is None
     # And an impossible GPU count is refused with its reason
     with pytest.raises(ValueError, match="gpus must be a positive whole number"):
@@ -171,3 +178,37 @@ def test_a_script_without_a_main_guard_runs_its_top_level_once(store, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("top level ran") == 1, done.stdout
     assert "results [0, 3]" in done.stdout
+
+
+BROKEN_TORCH = """
+from jupyter_air import DistributedError, distributed
+
+try:
+    distributed(lambda: None, gpus=2).distributed()
+except DistributedError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_fork_server_that_cannot_import_torch_says_how_to_install(store, tmp_path):
+    # Given an environment whose torch cannot be imported (a broken install shadows the real one)
+    broken = tmp_path / "site" / "torch"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('libtorch_cpu.so: cannot open shared object file')\n")
+    script = tmp_path / "call.py"
+    script.write_text(BROKEN_TORCH)
+    path = os.pathsep.join([str(broken.parent), str(pathlib.Path(__file__).resolve().parents[2])])
+
+    # When a call is made
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+
+    # Then the fork server's import error and the install command are said, and nothing else is left running
+    assert done.returncode == 0, done.stderr
+    assert "refused: the fork server could not import PyTorch: ImportError: libtorch_cpu.so" in done.stdout
+    assert "pip install 'jupyter-air[distributed]'" in done.stdout

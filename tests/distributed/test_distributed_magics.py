@@ -81,3 +81,13 @@ def test_a_cell_reading_an_unpicklable_name_is_refused_before_anything_starts(sh
     with pytest.raises(UsageError, match=r"cannot be sent to the workers: lock \(lock\)\. Create them inside"):
         shell.run_cell_magic("air_distributed", "--gpus 2 --experiment magics-refused", "print(lock)")
     assert store.get_experiment_by_name("magics-refused") is None
+
+
+@pytest.mark.usefixtures("no_orphans")
+def test_a_distributed_cell_is_listed_as_distributed(shell, store):
+    # Given a %%air_distributed cell on 2 CPU ranks
+    shell.run_cell_magic("air_distributed", "--gpus 2 --experiment magics-source --no-system-metrics", "x = 1")
+
+    # Then its run is tagged as a distributed call (the panel shows `distributed`; `magic` is %%air_run's)
+    (run,) = store.search_runs([store.get_experiment_by_name("magics-source").experiment_id])
+    assert run.data.tags["air.source"] == "distributed" and run.data.tags["air.function"] == "air_distributed cell"

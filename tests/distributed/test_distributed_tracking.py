@@ -15,7 +15,6 @@ from jupyter_air.tracking import store as air_store
 from jupyter_air.tracking.links import NO_LINKS, links, public_url
 from jupyter_air.tracking.proxy import mlflow_server
 from jupyter_air.tracking.system_metrics import SystemMetrics
-from jupyter_air.tracking.ui_process import ui_command
 from jupyter_air.tracking.ui_server import server_args
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -118,17 +117,17 @@ def test_public_url_comes_from_air_public_url_then_jupyterhub():
 
 def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home, tmp_path):
     # Given the embedded store, When jupyter-server-proxy asks for the MLflow server spec
-    socket = tmp_path / "mlflow.sock"
-    spec = mlflow_server(socket)
+    spec = mlflow_server()
 
-    # Then it proxies to the UI process's Unix socket, and that process is jupyter_air's MLflow UI
-    assert spec["unix_socket"] == str(socket) and "port" not in spec and "command" not in spec
+    # Then it proxies to a Unix socket (the resident server's, set per request), with no port or command of its own
+    assert spec["unix_socket"] and "port" not in spec and "command" not in spec
     assert spec["absolute_url"] is False
-    assert ui_command(socket)[-3:] == ["-m", "jupyter_air.tracking.ui_server", str(socket)]
-    # And that process serves this store and artifact root with uvicorn on that socket only
+    # And that server serves this store, with artifacts (proxied uploads too) under AIR_HOME, on that socket only
+    socket = tmp_path / "mlflow.sock"
     args = server_args(air_store.tracking_uri(), socket, tmp_path / "logging.json")
     assert args[args.index("--backend-store-uri") + 1] == air_store.tracking_uri()
     assert args[args.index("--default-artifact-root") + 1] == str(air_home / "mlartifacts")
+    assert args[args.index("--artifacts-destination") + 1] == str(air_home / "mlartifacts")
     assert f"--uds {socket}" in args[args.index("--uvicorn-opts") + 1]
 
 
@@ -138,8 +137,14 @@ class FakeGpuSource:
     name, available, reason = "nvml", True, None
 
     def __init__(self):
+        from jupyter_air.gpu.types import DeviceInfo
+
         self.reads = 0
         self.closed = False
+        self.devices = [DeviceInfo(i, f"GPU-{i}", "fake", 8_000_000_000) for i in range(2)]
+
+    def energy_millijoules(self):
+        return [None, None]  # no counter: energy is the integral of the power read
 
     def read(self):
         from jupyter_air.gpu.types import Reading

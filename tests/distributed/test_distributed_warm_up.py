@@ -1,4 +1,5 @@
-"""First use: MLflow, the store, torch's launcher and the fork server are prepared in the background."""
+"""First use: AIR_HOME's MLflow server and the fork server are started in the background; the caller imports
+neither MLflow nor torch."""
 
 from __future__ import annotations
 
@@ -14,30 +15,32 @@ pytestmark = pytest.mark.usefixtures("no_orphans")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 DEFINED = """
-import time
-from multiprocessing import forkserver
+import sys, time
 from jupyter_air import distributed
-from jupyter_air.tracking import store
+from jupyter_air.tracking import resident, store
+from jupyter_air.training.launcher import Launcher
 
 @distributed(gpus=2)
 def train():
     return 1
 
+server = lambda: resident.find(store.tracking_uri())
 deadline = time.monotonic() + 120
-while time.monotonic() < deadline and not (forkserver._forkserver._forkserver_pid and store._prepared):
+while time.monotonic() < deadline and not (Launcher._current and Launcher._current.ready.done() and server()):
     time.sleep(0.1)
-print("then", {"fork_server": forkserver._forkserver._forkserver_pid is not None, "store": bool(store._prepared)})
+ready = {"fork_server": "cuda_devices" in Launcher._current.ready.result(0), "server": server() is not None}
+print("then", ready, sorted(m for m in ("mlflow", "torch") if m in sys.modules))
 """
 
 LOADED = """
-import time
+import sys, time
 from IPython.core.interactiveshell import InteractiveShell
-from jupyter_air.tracking import store
+from jupyter_air.tracking import resident, store
 InteractiveShell.instance().run_line_magic("load_ext", "jupyter_air")
 deadline = time.monotonic() + 120
-while time.monotonic() < deadline and not store._prepared:
+while time.monotonic() < deadline and not resident.find(store.tracking_uri()):
     time.sleep(0.1)
-print("store prepared", bool(store._prepared))
+print("server started", resident.find(store.tracking_uri()) is not None, "mlflow" in sys.modules)
 """
 
 
@@ -48,11 +51,12 @@ def run(code: str) -> str:
     return done.stdout
 
 
-def test_defining_a_call_prepares_mlflow_the_store_and_the_fork_server_in_the_background(store):
+def test_defining_a_call_starts_the_mlflow_server_and_the_fork_server_in_the_background(store):
     # Given a fresh process, When a function is decorated with @distributed (and not called)
-    # Then the store and the fork server become ready in the background, so the first call does not wait
-    assert "then {'fork_server': True, 'store': True}" in run(DEFINED)
+    # Then AIR_HOME's MLflow server and the fork server are started in the background, so the first call does not
+    # wait for them, and neither MLflow nor torch is imported
+    assert "then {'fork_server': True, 'server': True} []" in run(DEFINED)
 
 
-def test_loading_the_magics_prepares_mlflow_and_the_store_in_the_background(store):
-    assert "store prepared True" in run(LOADED)
+def test_loading_the_magics_starts_the_mlflow_server_in_the_background(store):
+    assert "server started True False" in run(LOADED)

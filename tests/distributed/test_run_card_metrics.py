@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlflow.entities import Metric
 
 from jupyter_air.run_card.metrics import MAX_METRICS, MAX_POINTS, MetricReader
-from jupyter_air.tracking.store import ensure_experiment
+from jupyter_air.tracking.store import ensure_experiment, tracker
 
 T0 = 1_764_000_000_000
 
@@ -16,7 +16,7 @@ def test_the_latest_metrics_come_first_with_a_thinned_history(store):
     store.log_batch(run_id, metrics=[Metric("train_loss", 1.0 / (s + 1), T0 + s, s) for s in range(100)])
     store.log_batch(run_id, metrics=[Metric(f"other_{i}", float(i), T0 + 200 + i, 0) for i in range(10)])
     store.log_batch(run_id, metrics=[Metric("system/cpu_utilization_percentage", 50.0, T0 + 900, 0)])
-    reader = MetricReader(store, run_id)
+    reader = MetricReader(tracker(), run_id)
 
     # When the card reads them
     shown = reader.read()

@@ -1,7 +1,8 @@
-"""The wheel from `make dist`, installed into a fresh virtual environment outside the repository, works.
+"""The wheel as `pip install git+...` builds it, installed into a fresh virtual environment outside the repository.
 
-Selected with `-m dist` (by `make test-dist`, part of `make test`): it builds nothing itself, it installs
-`dist/jupyter_air-*.whl` with its dependencies from the package index (about a minute with a warm cache).
+Selected with `-m dist` (by `make test-dist`, part of `make test`): it clones the commit under test into a temp
+folder, builds the wheel there with `pip wheel` (build isolation, the frontend built by the build hook) and
+installs it with its dependencies from the package index.
 """
 
 from __future__ import annotations
@@ -14,25 +15,48 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.dist
+# Building the wheel (frontend included) and installing its dependencies take minutes on a busy machine.
+pytestmark = [pytest.mark.dist, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = json.loads((REPO / "package.json").read_text())["version"]
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip wheel` builds from a fresh clone of this commit (nothing generated in it beforehand)."""
+    folder = tmp_path_factory.mktemp("clone")
+    subprocess.run(["git", "clone", "-q", str(REPO), str(folder / "src")], check=True)
+    out = folder / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(folder / "src")],
+        check=True,
+        env={**os.environ, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"},
+    )
+    (built,) = out.glob("jupyter_air-*.whl")
+    return built
+
+
+def test_the_wheel_holds_its_version_file_and_the_built_labextension(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        version_file = archive.read("jupyter_air/_version.py").decode()
+    assert re.search(rf"__version__ = .*['\"]{re.escape(VERSION)}['\"]", version_file), version_file
+    assert f"jupyter_air-{VERSION}.data/data/share/jupyter/labextensions/jupyter-air/package.json" in names
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
     """A new virtual environment with the wheel and JupyterLab (not a dependency) installed, nothing else."""
-    wheels = sorted((REPO / "dist").glob("jupyter_air-*.whl"))
-    assert wheels, "no wheel in dist/: run `make dist` first"
     folder = tmp_path_factory.mktemp("fresh") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, str(wheels[-1]), "jupyterlab>=4.6,<5"], check=True, cwd=folder.parent)
+    subprocess.run([*pip, str(wheel), "jupyterlab>=4.6,<5"], check=True, cwd=folder.parent)
     return folder
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from jupyter_air.workloads.logs import OUTPUT, BadOffset, read_chunk
+from jupyter_air.workloads.logs import CHUNK_BYTES, OUTPUT, BadOffset, LogCursor, LogWriter, read_chunk
 
 
 @pytest.fixture
@@ -61,3 +61,21 @@ def test_a_log_not_written_yet_reads_empty_from_zero_only(tmp_path):
     assert read_chunk(tmp_path, 0, finished=False).text == ""
     with pytest.raises(BadOffset, match="nothing written yet"):
         read_chunk(tmp_path, 5, finished=False)
+
+
+def test_a_follower_reads_a_big_log_in_bounded_pieces_and_its_final_read_gets_the_rest(tmp_path):
+    # Given a log of about four chunks, each line with its timestamp
+    writer = LogWriter(tmp_path)
+    lines = [f"{i:06d} " + "x" * 1000 for i in range(4 * CHUNK_BYTES // 1000)]
+    for line in lines:
+        writer.write(line.encode())
+    writer.close()
+
+    # When `air logs --follow` reads it once, Then it holds at most one chunk of it
+    cursor = LogCursor(tmp_path)
+    first = cursor.read()
+    assert 0 < sum(len(item.line) + 1 for item in first) <= CHUNK_BYTES
+    # And once the attempt ended, its final read gives every line left, in order, each with its timestamp
+    rest = cursor.read(final=True)
+    assert [item.line for item in first + rest] == lines
+    assert all(item.ts is not None for item in first + rest)

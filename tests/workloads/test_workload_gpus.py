@@ -79,3 +79,16 @@ def test_the_simulated_gpus_of_a_demo_are_the_cli_s_too_and_said_to_be_simulated
     err = capsys.readouterr().err
     assert code == 0
     assert "GPUs checked against the simulated GPU source" in err and "not real hardware" in err
+
+
+@pytest.mark.parametrize("gpu_source_env", ["simulated"])
+def test_too_many_gpus_on_simulated_gpus_is_refused_with_file_line_and_says_simulated(air, tmp_path, fake_nvml, capsys):
+    # Given the demo's 2 simulated GPUs, and a workload asking for 3 (on line 3 of its file)
+    path = tmp_path / "three.yaml"
+    path.write_text("experiment_name: three\ncommand: echo hi\ncompute:\n  num_accelerators: 3\n")
+
+    # When it is submitted, Then it is refused (status 2) at the line that asks, saying the GPUs are simulated
+    assert main(["run", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:4: compute.num_accelerators: 3 GPU(s) requested but this node has 2 (simulated GPUs" in err
+    assert "not real hardware" in err and not (air.home / "jobs.db").exists()

@@ -33,9 +33,12 @@ def embedded(home: Path) -> Air:
 @pytest.fixture
 def shared_tmp():
     """A temp folder other users may enter (pytest's own are root-only), so only AIR_HOME's mode protects it."""
+    from resident_servers import stop_all
+
     folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
     folder.chmod(0o755)
     yield folder
+    stop_all(folder)  # AIR_HOME's MLflow server, started by the first run
     shutil.rmtree(folder, ignore_errors=True)
 
 

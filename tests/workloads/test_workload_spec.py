@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,12 @@ CASES = [
     ("missing_command.yaml", "missing_command.yaml:1: command: required field is missing"),
     ("wrong_type.yaml", "wrong_type.yaml:5: max_retries: Input should be a valid integer (got 'two')"),
     ("negative_timeout.yaml", "negative_timeout.yaml:4: timeout_minutes: Input should be greater than 0 (got -5)"),
-    ("not_yaml.yaml", "not_yaml.yaml:3: not valid YAML"),
+    ("not_yaml.yaml", "not_yaml.yaml:3: not valid YAML: the [ list begun on line 2 is not closed with ']'"),
+    (
+        "bad_indentation.yaml",
+        "bad_indentation.yaml:5: not valid YAML: bad indentation: this line starts in column 3, but the keys of the "
+        "mapping begun on line 1 start in column 1",
+    ),
     (
         "list_at_top.yaml",
         "list_at_top.yaml:1: the workload must be a mapping with experiment_name and command, not a list",
@@ -112,7 +118,7 @@ def test_bad_workload_through_the_console_entry_point(air, mlflow_client):
 
 def test_override_sets_nested_fields_with_yaml_types(air, tmp_path, capsys):
     # Given a valid workload
-    path = write_workload(tmp_path, command="python train.py", parameters={"lr": 0.1})
+    path = write_workload(tmp_path, command=f"{sys.executable} train.py", parameters={"lr": 0.1})
 
     # When it is resolved with overrides
     code = main(

@@ -27,13 +27,14 @@ class Air:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         }
 
-    def __call__(self, *args: str, timeout: float = 60, check: bool = False) -> subprocess.CompletedProcess:
+    def __call__(self, *args: str, timeout: float = 60, check: bool = False, cwd=None) -> subprocess.CompletedProcess:
         result = subprocess.run(
             [sys.executable, "-m", "jupyter_air.cli", *args],
             env=self.env,
             capture_output=True,
             text=True,
             timeout=timeout,
+            cwd=cwd,
         )
         if check and result.returncode != 0:
             raise AssertionError(f"air {' '.join(args)} exited {result.returncode}: {result.stderr}")
@@ -69,10 +70,16 @@ class Air:
             time.sleep(0.3)
 
     def processes(self) -> list[psutil.Process]:
-        """Live processes started for this AIR_HOME (supervisors and workloads inherit it)."""
+        """Live processes started for this AIR_HOME (supervisors and workloads inherit it), but for its resident
+        MLflow server (it stops when idle)."""
+        from resident_servers import resident_pids
+
+        resident = resident_pids(self.home)
         found = []
         for proc in psutil.process_iter():
             try:
+                if proc.pid in resident:
+                    continue
                 if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get("AIR_HOME") == str(self.home):
                     found.append(proc)
             except psutil.Error:
@@ -102,3 +109,6 @@ def make_air(home: Path, tracking_uri: str):
     if (home / "jobs.db").exists():
         air("cancel", "--all")
     air.assert_no_processes()
+    from resident_servers import stop_all
+
+    stop_all(home)

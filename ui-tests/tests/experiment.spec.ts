@@ -1,11 +1,16 @@
 /**
- * The Experiment panel, the Logs view, runs on the GPU charts and the status bar readout, against a real
- * server with simulated GPUs: notebooks train on 2 CPU ranks and run `%%air_run` cells, `air run` starts a job.
+ * The Experiment panel and the Logs view, against a real server with simulated GPUs: notebooks train on
+ * 2 CPU ranks and run `%%air_run` cells, `air run` starts jobs from a notebook and from a terminal.
  */
-import { expect, galata, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Page } from '@playwright/test';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 
-import { openNotebook, PLUGIN_ID, widenRightSidebar } from './helpers';
+import { EXPERIMENT_AIR_HOME } from '../playwright.config';
+import { openNotebook } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
 const LEFT_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]';
@@ -40,11 +45,6 @@ def evaluate():
 
 evaluate.distributed()`;
 
-/** A %%air_run cell that lasts a few GPU samples. */
-const TIMELINE_RUN = `%%air_run --run-name timeline-run
-import time
-time.sleep(8)`;
-
 /** A cell that submits an `air` job printing a line every half second for two minutes. */
 const SUBMIT_JOB = `import pathlib, subprocess, sys, textwrap
 pathlib.Path("steps.py").write_text(textwrap.dedent('''
@@ -73,6 +73,17 @@ function runRow(page: Page, name: string) {
   return page.locator(`${EXPERIMENT_PANEL} .jp-Air-run`, {
     has: page.locator(':scope > .jp-Air-run-main .jp-Air-run-name', { hasText: name })
   });
+}
+
+/** Run `air <args>` in `cwd` as a terminal of this server's user would; returns what it printed. */
+function air(cwd: string, ...args: string[]): string {
+  const python = process.env.JUPYTER_AIR_UI_PYTHON ?? 'python';
+  return execFileSync(python, ['-m', 'jupyter_air.cli', ...args], {
+    cwd,
+    env: { ...process.env, AIR_HOME: EXPERIMENT_AIR_HOME, MLFLOW_TRACKING_URI: '' }
+  })
+    .toString()
+    .trim();
 }
 
 test.describe('Experiment panel', () => {
@@ -130,6 +141,57 @@ test.describe('Experiment panel', () => {
     await mlflow.close();
   });
 
+  test('is labelled, found in the palette, and lists a job started from a terminal without Refresh', async ({
+    page
+  }, testInfo) => {
+    test.setTimeout(180_000);
+    // Given JupyterLab open with no notebook
+    const tab = page.locator(LEFT_TAB);
+    // Then the Experiment panel's tab says its name, and its tooltip what it holds
+    await expect(tab.locator('.lm-TabBar-tabLabel')).toHaveText('Experiment');
+    await expect(tab).toHaveAttribute('title', /MLflow runs.*air jobs/);
+    // When "air jobs" is typed in the command palette, Then it offers the panel, which opens
+    await page.keyboard.press('Control+Shift+C');
+    await page.locator('.lm-CommandPalette-input').fill('air jobs');
+    const item = page.locator('.lm-CommandPalette-item', { hasText: 'Open Experiment panel' });
+    await item.first().click();
+    const panel = page.locator(EXPERIMENT_PANEL);
+    await expect(panel).toBeVisible();
+    await expect(panel.locator('.jp-Air-state')).toHaveText('live');
+    await page
+      .locator('.jp-SideBar.jp-mod-left')
+      .screenshot({ path: testInfo.outputPath('left-sidebar-tabs.png') });
+
+    // When a job of a long-named experiment is started from a terminal
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-terminal-'));
+    const experiment = 'terminal-started-resnet50-imagenet-ablation-warmup-cosine';
+    fs.writeFileSync(
+      path.join(folder, 'workload.yaml'),
+      `experiment_name: ${experiment}\ncommand: sleep 120\ncompute: {num_accelerators: 0}\n`
+    );
+    const jobId = air(folder, 'run', '-f', 'workload.yaml');
+    expect(jobId).toMatch(/^job-[0-9a-f]{12}$/);
+    // Then the panel lists it without Refresh, its id whole at the default width
+    const job = panel.locator(`.jp-Air-job[data-job-id="${jobId}"]`);
+    await expect(job).toBeVisible({ timeout: 30_000 });
+    const id = job.locator('.jp-Air-job-id');
+    await expect(id).toHaveText(jobId);
+    expect(await id.evaluate(node => node.scrollWidth <= node.clientWidth)).toBe(true);
+    // And the experiment's whole name is in its tooltip
+    await expect(job.locator('.jp-Air-run-experiment')).toHaveAttribute(
+      'title',
+      `Experiment: ${experiment}`
+    );
+    // When Copy is clicked, Then the id is on the clipboard
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await job.locator('.jp-Air-copy').click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(jobId);
+    await panel
+      .locator('.jp-Air-jobs-section')
+      .screenshot({ path: testInfo.outputPath('terminal-job.png') });
+    air(folder, 'cancel', jobId);
+  });
+
   test('follows an air job in the Logs view and cancels it from the panel', async ({
     page,
     tmpPath
@@ -176,62 +238,5 @@ test.describe('Experiment panel', () => {
     await page
       .locator(`${EXPERIMENT_PANEL} .jp-Air-jobs-section`)
       .screenshot({ path: testInfo.outputPath('experiment-workloads.png') });
-  });
-
-  test.describe('with a 2-minute chart window', () => {
-    // The charts span the window (or the server's history, if shorter): an 8 s run is then wide
-    // enough to measure however long the server has been up.
-    test.use({
-      mockSettings: { ...galata.DEFAULT_SETTINGS, [PLUGIN_ID]: { historyWindowMinutes: 2 } }
-    });
-
-    test('runs are shaded on the GPU charts, and the status bar reads the GPUs', async ({
-      page,
-      tmpPath
-    }, testInfo) => {
-      test.setTimeout(180_000);
-      // Given a run of a %%air_run cell that lasted a few GPU samples
-      await openNotebook(page, `${tmpPath}/timeline.ipynb`, [
-        '%load_ext jupyter_air',
-        TIMELINE_RUN
-      ]);
-      await page.notebook.run();
-      // When the GPU panel is open
-      await page
-        .locator('.jp-SideBar.jp-mod-right .lm-TabBar-tab[data-id="jupyter-air-gpu-panel"]')
-        .click();
-      const gpu = page.locator('#jupyter-air-gpu-panel');
-      // Then the utilization chart labels the run's span, which is shaded on all three charts
-      const label = gpu.locator('.jp-Air-chart-utilization .jp-Air-run-label', {
-        hasText: 'timeline-run'
-      });
-      await expect(label).toBeVisible({ timeout: 60_000 });
-      await expect(label).toHaveAttribute('title', /^timeline-run · finished · \d+\.\ds/);
-      const runId = await label.getAttribute('data-run-id');
-      await expect(gpu.locator(`.jp-Air-run-band[data-run-id="${runId}"]`)).toHaveCount(3);
-      const band = await gpu
-        .locator(`.jp-Air-run-band[data-run-id="${runId}"]`)
-        .first()
-        .boundingBox();
-      expect(band?.width ?? 0).toBeGreaterThan(4);
-      await widenRightSidebar(page, 480);
-      await page.waitForTimeout(1000);
-      await gpu.screenshot({ path: testInfo.outputPath('gpu-timeline.png') });
-      // When the label is clicked, Then the run opens in the MLflow UI through this server's run link
-      const popup = page.context().waitForEvent('page');
-      await label.click();
-      const opened = await popup;
-      await opened.waitForURL(new RegExp(`/mlflow/#/experiments/\\d+/runs/${runId}`), {
-        waitUntil: 'commit'
-      });
-      await opened.close();
-
-      // And the status bar shows the busiest simulated GPU, and opens the GPU panel
-      const readout = page.locator('.jp-Air-statusbar');
-      await expect(readout).toHaveText(/^simGPU \d+ \d+% · [\d.]+\/\d+ GiB · \d+ °C$/);
-      await page
-        .locator('#jp-main-statusbar')
-        .screenshot({ path: testInfo.outputPath('status-bar.png') });
-    });
   });
 });

@@ -15,8 +15,11 @@ export interface IExperimentPanelProps {
   onOpenUrl: (url: string) => void;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancelJob: (job: IJob) => void;
+  /** Put a text (a job id) on the clipboard. */
+  onCopy: (text: string) => void;
   trans: TranslationBundle;
   refreshIcon?: React.ReactNode;
+  copyIcon?: React.ReactNode;
 }
 
 function stateLabel(state: ExperimentState, trans: TranslationBundle): string {
@@ -45,7 +48,7 @@ function useNow(running: boolean): number {
 }
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
-  const { model, onOpenUrl, onOpenLogs, onCancelJob, trans, refreshIcon } = props;
+  const { model, onOpenUrl, onOpenLogs, onCancelJob, onCopy, trans, refreshIcon, copyIcon } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const nowMs = useNow(model.active);
   const path = model.notebookPath;
@@ -86,7 +89,14 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
       {model.pausedAfterSeconds !== null ? (
         <PausedBanner timeoutSeconds={model.pausedAfterSeconds} trans={trans} />
       ) : null}
-      {error ? <ErrorBanner error={error} retryInMs={null} trans={trans} /> : null}
+      {error ? (
+        <ErrorBanner
+          error={error}
+          heading={trans.__('Reading runs and jobs failed')}
+          retryInMs={model.paused ? null : model.retryInMs}
+          trans={trans}
+        />
+      ) : null}
 
       <section className="jp-Air-section jp-Air-runs-section">
         <div className="jp-Air-section-title">
@@ -112,6 +122,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             onToggle={toggle}
             nowMs={nowMs}
             defaultExperiment={model.runsPayload?.default_experiment}
+            onOpenLogs={onOpenLogs}
             trans={trans}
           />
         ) : (
@@ -138,11 +149,15 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             nowMs={nowMs}
             onOpenLogs={onOpenLogs}
             onCancel={onCancelJob}
+            onCopy={onCopy}
             trans={trans}
+            copyIcon={copyIcon}
+            revealed={model.revealedJob}
           />
         ) : (
           <div className="jp-Air-empty-reason">
-            {trans.__('No air jobs yet. Start one from a terminal:')} <code>{CODE.airRun}</code>
+            {trans.__('No air jobs yet. Start one from a terminal:')} <code>{CODE.airRun}</code>{' '}
+            {trans.__('or right-click a YAML file in the file browser: Run workload…')}
           </div>
         )}
       </section>

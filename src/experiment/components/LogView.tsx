@@ -2,6 +2,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
+import { ErrorBanner, PausedBanner } from '../../components/Banners';
 import type { LogModel } from '../logModel';
 
 export interface ILogViewProps {
@@ -14,7 +15,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
   const { model, trans } = props;
   const attempt =
     model.attempt < 0 ? trans.__('latest attempt') : trans.__('attempt %1', model.attempt);
-  const following = !model.complete && model.error === null;
+  const following = !model.complete && model.error === null && !model.paused;
   return (
     <div className="jp-Air-log-body">
       <div className="jp-Air-log-header">
@@ -30,10 +31,16 @@ export function LogView(props: ILogViewProps): JSX.Element {
           {following ? trans.__('following…') : model.complete ? trans.__('complete') : ''}
         </span>
       </div>
+      {model.pausedAfterSeconds !== null ? (
+        <PausedBanner timeoutSeconds={model.pausedAfterSeconds} trans={trans} />
+      ) : null}
       {model.error ? (
-        <div className="jp-Air-banner jp-Air-error" role="alert">
-          {model.error.message}
-        </div>
+        <ErrorBanner
+          error={model.error}
+          heading={trans.__('Reading the log failed')}
+          retryInMs={model.retryInMs}
+          trans={trans}
+        />
       ) : null}
       {model.droppedLines > 0 ? (
         <div className="jp-Air-log-dropped">

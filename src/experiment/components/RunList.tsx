@@ -14,6 +14,8 @@ export interface IRunListProps {
   nowMs: number;
   /** The notebook's default experiment: runs in it do not repeat its name. */
   defaultExperiment?: string | null;
+  /** Open the log of a job's attempt; a run backed by a job (`job_run_id`) offers it. */
+  onOpenLogs?: (jobRunId: string, attempt: number, node: number) => void;
   trans: TranslationBundle;
 }
 
@@ -52,7 +54,9 @@ export function RunList(props: IRunListProps): JSX.Element {
 }
 
 function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
-  const { run, childrenOf, selected, onToggle, nowMs, defaultExperiment, trans } = props;
+  const { run, childrenOf, selected, onToggle, nowMs, defaultExperiment, onOpenLogs, trans } =
+    props;
+  const jobRunId = run.job_run_id;
   const children = childrenOf(run.run_id);
   const name = run.run_name || run.run_id;
   const source = sourceLabel(run.source, trans);
@@ -76,12 +80,12 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
             href={run.url}
             target="_blank"
             rel="noopener noreferrer"
-            title={trans.__('Open the run in the MLflow UI (%1)', run.experiment_name ?? '')}
+            title={trans.__('%1 — open the run in the MLflow UI', name)}
           >
             {name}
           </a>
         ) : (
-          <span className="jp-Air-run-name" title={run.run_id}>
+          <span className="jp-Air-run-name" title={trans.__('%1 (run %2)', name, run.run_id)}>
             {name}
           </span>
         )}
@@ -97,8 +101,20 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
             {trans.__('%1 ranks', run.world_size)}
           </span>
         ) : null}
+        {jobRunId && onOpenLogs ? (
+          <button
+            className="jp-Air-run-logs jp-Air-job-logs jp-mod-styled"
+            onClick={() => onOpenLogs(jobRunId, run.attempt ?? -1, 0)}
+            title={trans.__('Open the log of job %1, which runs this', jobRunId)}
+          >
+            {trans.__('Logs')}
+          </button>
+        ) : null}
         {run.experiment_name && run.experiment_name !== defaultExperiment ? (
-          <span className="jp-Air-run-experiment" title={trans.__('Experiment')}>
+          <span
+            className="jp-Air-run-experiment"
+            title={trans.__('Experiment: %1', run.experiment_name)}
+          >
             {run.experiment_name}
           </span>
         ) : null}
@@ -117,17 +133,7 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
           {run.error}
         </div>
       ) : null}
-      {children.length > 0 ? (
-        <RunList
-          runs={children}
-          childrenOf={childrenOf}
-          selected={selected}
-          onToggle={onToggle}
-          nowMs={nowMs}
-          defaultExperiment={defaultExperiment}
-          trans={trans}
-        />
-      ) : null}
+      {children.length > 0 ? <RunList {...props} runs={children} /> : null}
     </li>
   );
 }

@@ -1,0 +1,60 @@
+"""The code before the REST tracking client, checked out beside this one, to measure both side by side in one run;
+and AIR_HOME's resident MLflow server, up before the figures of now (as during a day of work)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+#: A commit to compare with (default: the one before the REST tracking client was added).
+BASELINE_ENV = "AIR_BENCH_BASELINE"
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def baseline_commit() -> str:
+    chosen = os.environ.get(BASELINE_ENV)
+    if chosen:
+        return _git("rev-parse", chosen)
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", "jupyter_air/tracking/rest.py").split()
+    return _git("rev-parse", f"{added[-1]}^" if added else "HEAD")
+
+
+@contextlib.contextmanager
+def baseline_checkout() -> Iterator[tuple[Path, str]]:
+    """A temporary ``git worktree`` of :func:`baseline_commit`: its folder (for PYTHONPATH) and short commit."""
+    commit = baseline_commit()
+    with tempfile.TemporaryDirectory(prefix="air-bench-baseline-") as tmp:
+        folder = Path(tmp) / "checkout"
+        _git("worktree", "add", "--detach", str(folder), commit)
+        try:
+            yield folder, commit[:10]
+        finally:
+            _git("worktree", "remove", "--force", str(folder))
+
+
+def start_resident_server(env: dict[str, str]) -> None:
+    """Start the MLflow server of ``env``'s AIR_HOME (this checkout's code) and wait until it answers."""
+    code = (
+        "import time\nfrom jupyter_air.tracking import resident, store\n"
+        "server = resident.ensure(store.tracking_uri())\n"
+        "while not server.answers():\n    assert server.alive(), 'the MLflow server exited'\n    time.sleep(0.2)"
+    )
+    env = {**env, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=600, cwd=tempfile.gettempdir())
+
+
+def stop_resident_servers(folder: Path) -> None:
+    """Stop the MLflow servers of the AIR_HOMEs under ``folder``."""
+    from jupyter_air.tracking import resident
+
+    for record in folder.rglob("mlflow-server*.json"):
+        resident.stop(record)

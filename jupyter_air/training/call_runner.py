@@ -1,0 +1,189 @@
+"""A notebook call run as a job (``.distributed(remote=True)``): the attempt runner the supervisor uses for ``kind:
+call`` workloads, here (its fork server) or on Ray nodes (:class:`~jupyter_air.training.cluster_call.ClusterCall`).
+
+The kernel leaves the packed call in the job's folder (:data:`PAYLOAD`, :data:`CONTEXT`); each attempt writes its
+ranks' lines, ``[rank N]``-prefixed, to the job's per-node logs (where ``air logs``, the Logs view and an attached
+kernel read them), and at its end each rank's pickled result (at most :data:`MAX_RESULT_BYTES` in all) or the
+failure (:data:`OUTCOME`) for the kernel that attaches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from jupyter_air.home import private_dir
+from jupyter_air.training.errors import DistributedError
+from jupyter_air.training.logs import RankLogTail
+from jupyter_air.workloads.logs import LogWriter
+from jupyter_air.workloads.runners import AttemptContext, reserve_gpus
+
+#: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
+PAYLOAD, CONTEXT = "payload.pkl", "context.json"
+#: The folder of the results (``rank_<n>.pkl``) and the file saying how the last attempt ended.
+RESULTS, OUTCOME = "results", "outcome.json"
+#: Most bytes of pickled results a call keeps for the kernel; bigger results belong in the run's artifacts.
+MAX_RESULT_BYTES = 100 << 20
+#: Days the results of an ended call are kept in its job's folder before the server's check deletes them.
+RESULT_DAYS = 7
+
+
+class CallRunner:
+    """One attempt of a call job: its ranks on this node (``place == "local"``) or on Ray nodes (``"ray"``)."""
+
+    pid: int | None = None
+    started: float | None = None
+
+    def __init__(self, context: AttemptContext, place: str):
+        self.context = context
+        self.place_name = place
+        self.spec = context.spec["call"]
+        self.call = None
+        self.problem: str | None = None
+        self.nodes: list[dict] | None = None
+        self.log_dirs: list[Path] = []
+        self._writers: list[LogWriter] = []
+        self._tail: RankLogTail | None = None
+        self._node_of: list[int] = []
+        self.gpus: list[int] = []
+
+    def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
+        """Reserve this machine's GPUs (local) or the Ray nodes, and start the ranks: they wait for :meth:`start`."""
+        from jupyter_air.training.launch import Call, NodePlace
+
+        job_dir = self.context.job_dir
+        payload = (job_dir / PAYLOAD).read_bytes()
+        context = json.loads((job_dir / CONTEXT).read_text())
+        (job_dir / OUTCOME).unlink(missing_ok=True)
+        if self.place_name == "local":
+            gpus = reserve_gpus(self.context, cancel, note)
+            if gpus is None:
+                return False
+            self.gpus = gpus
+            if gpus:
+                os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))  # the fork server counts these
+            self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
+        else:
+            from jupyter_air.training.cluster_call import ClusterCall
+            from jupyter_air.training.options import RunOptions
+
+            options = RunOptions.of(self.spec["options"])
+            self.call = ClusterCall(payload, context, options, self.context.spec["compute"]["ray_address"])
+        self.call.start(note)
+        files = list(self.call.log_files().values())  # node by node, each {global rank: log}
+        self._node_of = [node for node, ranks in enumerate(files) for _ in ranks]
+        self.log_dirs = [self._node_dir(node) for node in range(len(files))]
+        self._writers = [LogWriter(d) for d in self.log_dirs]
+        self._tail = RankLogTail([path for ranks in files for _, path in sorted(ranks.items())])
+        if self.place_name == "ray":
+            self.nodes = [info.to_json() for info in self.call.group.infos]
+        return True
+
+    def _node_dir(self, node: int) -> Path:
+        from jupyter_air.workloads.logs import node_dir
+
+        return node_dir(self.context.job_dir, self.context.attempt, node)
+
+    def start(self, overrides: dict[str, str], run) -> None:
+        """Let the ranks run in the attempt's run; this node samples its system metrics into it (Ray nodes sample
+        their own)."""
+        self.call.release(overrides)
+        for key, value in getattr(self.call, "tags", {}).items():  # where a cluster call landed
+            run.client.set_tag(run.run_id, key, value)
+        if self.place_name == "local" and self.spec.get("log_system_metrics", True):
+            run.start_system_metrics(gpus=[str(i) for i in self.gpus])  # with the energy of the call's GPUs
+
+    def wait(self, timeout: float) -> int | None:
+        """0 once every rank returned (their results kept), 1 when the call failed (:attr:`problem` says why)."""
+        self.call.join(timeout)
+        self._copy_lines()
+        if self.call.running:
+            return None
+        try:
+            self._keep(self._result_bytes())
+        except DistributedError as err:
+            self._keep_failure(err)
+            return 1
+        return 0
+
+    def _result_bytes(self) -> list[bytes]:
+        """Each rank's pickled result by global rank; raises the call's DistributedError."""
+        if hasattr(self.call, "result_bytes"):  # this node's ranks: already pickled
+            return [blob for _, blob in sorted(self.call.result_bytes().items())]
+        import cloudpickle
+
+        return [cloudpickle.dumps(value) for value in self.call.results()]
+
+    def stop(self, grace_seconds: float = 5.0) -> int | None:
+        self.call.stop()
+        self._copy_lines()
+        return None
+
+    def finish(self) -> None:
+        if self.call is None:
+            return
+        call, self.call = self.call, None
+        try:
+            call.stop()
+            if self._tail is not None:
+                self._copy_lines(final=True)
+            for node, ranks in enumerate(call.log_files().values()):  # each rank's own log, kept with the run
+                for path in ranks.values():
+                    if node < len(self.log_dirs) and path.is_file():
+                        shutil.copyfile(path, self.log_dirs[node] / path.name)
+        finally:
+            for writer in self._writers:
+                writer.close()
+            call.cleanup()
+            if self.place_name == "local":
+                from jupyter_air.training.launcher import Launcher
+
+                Launcher.close()  # the supervisor exits next: its fork server ends with the attempt
+
+    def _copy_lines(self, final: bool = False) -> None:
+        for rank, line in self._tail.pump(final=final):
+            self._writers[self._node_of[rank]].write(f"[rank {rank}] {line}".encode())
+
+    def _keep(self, data: list[bytes]) -> None:
+        """Each rank's pickled result for the kernel, or a failure when they are too big to keep."""
+        size = sum(map(len, data))
+        if size > MAX_RESULT_BYTES:
+            raise DistributedError(
+                f"the ranks returned {size / 2**20:.0f} MiB of results; a remote call keeps at most "
+                f"{MAX_RESULT_BYTES >> 20} MiB. Log big results as the run's artifacts (mlflow.log_artifact) and "
+                "return their path instead"
+            )
+        folder = private_dir(self.context.job_dir / RESULTS)
+        for rank, blob in enumerate(data):
+            (folder / f"rank_{rank}.pkl").write_bytes(blob)
+        _write_outcome(self.context.job_dir, {"status": "ok", "ranks": len(data)})
+
+    def _keep_failure(self, err: DistributedError) -> None:
+        fields = ("rank", "node", "exitcode", "exception_type", "exception_message", "worker_traceback")
+        failure = {name: getattr(err, name) for name in fields}
+        failures = {str(rank): text for rank, text in err.failures.items()}
+        outcome = {"status": "failed", "message": err.args[0], **failure, "failures": failures}
+        _write_outcome(self.context.job_dir, outcome)
+        self.problem = f"DistributedError: {err.args[0]}"
+
+
+def _write_outcome(job_dir: Path, outcome: dict) -> None:
+    staging = job_dir / (OUTCOME + ".tmp")
+    staging.write_text(json.dumps(outcome))
+    os.replace(staging, job_dir / OUTCOME)
+
+
+def forget_old_results(jobs_dir: Path, days: float = RESULT_DAYS) -> list[Path]:
+    """Delete the results of calls whose outcome is older than ``days``; the folders deleted."""
+    cutoff, gone = time.time() - days * 86400, []
+    for outcome in jobs_dir.glob(f"*/{OUTCOME}"):
+        results = outcome.parent / RESULTS
+        if results.is_dir() and outcome.stat().st_mtime < cutoff:
+            shutil.rmtree(results, ignore_errors=True)
+            gone.append(results)
+    return gone

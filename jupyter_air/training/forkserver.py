@@ -1,0 +1,188 @@
+"""``python -m jupyter_air.training.forkserver``: runs a kernel's calls, so the kernel itself never imports torch.
+
+It imports torch and PyTorch's elastic launcher once, never touches CUDA (it counts GPUs through NVML), and
+reads one JSON request per line on stdin, answering events on stdout (:mod:`~jupyter_air.training.launcher` is
+the other side). Each call is a process forked from it (:mod:`~jupyter_air.training.call_process`) that runs the
+elastic agent; the ranks fork from that one. The fork server is a child subreaper: what a dead call process
+left behind becomes its child, and it kills it. It ends, stopping every call, when its owner goes away (stdin
+closes, or it is re-parented).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import signal
+import sys
+import time
+
+from jupyter_air import procs
+
+#: Seconds between two looks for ended calls and for the owner.
+_TICK_SECONDS = 0.1
+#: Loggers of the elastic launcher: their INFO lines would only repeat what the run card shows.
+_LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
+
+
+class Server:
+    """The fork server's state: its calls by PID, the reserved rendezvous listeners, the event stream."""
+
+    def __init__(self, events, owner: int):
+        self.events = events
+        self.owner = owner
+        self.calls: dict[int, str] = {}
+
+    def emit(self, event: dict) -> None:
+        self.events.write(json.dumps(event) + "\n")
+        self.events.flush()
+
+    def handle(self, request: dict) -> None:
+        op = request.get("op")
+        if op == "launch":
+            self.launch(request)
+        elif op == "stop":
+            self.stop(request["id"])
+        elif op == "reserve":
+            from jupyter_air.training import rendezvous
+
+            try:
+                answer = {"port": rendezvous.reserve(request["host"])}
+            except OSError as exc:
+                answer = {"error": str(exc)}
+            self.emit({"event": "reserved", "request": request["request"], **answer})
+        elif op == "unreserve":
+            from jupyter_air.training import rendezvous
+
+            rendezvous.unreserve(request["port"])
+
+    def launch(self, request: dict) -> None:
+        from jupyter_air.training import call_process, rendezvous
+
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the call process: it never returns to this loop
+            code = 1
+            try:
+                procs.die_with_parent(me, signal.SIGTERM)
+                self._leave_the_server(request.get("reserved_port"))
+                code = call_process.run(request)
+            finally:
+                os._exit(code)
+        self.calls[pid] = request["id"]
+        port = request.get("reserved_port")
+        if port is not None:
+            rendezvous.unreserve(port)  # the call process has its own copy of the listener
+        self.emit({"event": "started", "id": request["id"], "pid": pid, "started": procs.start_time(pid)})
+
+    def _leave_the_server(self, port: int | None) -> None:
+        """In a new call process: close the server's pipes (so its owner sees them close with the server) and
+        every reserved listener but its own."""
+        from jupyter_air.training import rendezvous
+
+        self.events.close()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        for other in [p for p in rendezvous.reserved_ports() if p != port]:
+            rendezvous.unreserve(other)
+
+    def stop(self, call_id: str) -> None:
+        for pid, known in self.calls.items():
+            if known == call_id:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+
+    def reap(self) -> None:
+        """Report ended calls; kill what a call process that died left behind (adopted by this subreaper)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            call_id = self.calls.pop(pid, None)
+            if call_id is not None:
+                self.emit({"event": "ended", "id": call_id, "code": os.waitstatus_to_exitcode(status)})
+        orphans = [(p.pid, p.create_time()) for p in _children() if p.pid not in self.calls]
+        if orphans:
+            procs.ProcessTree(orphans).stop(grace_seconds=1.0)
+
+    def owner_alive(self) -> bool:
+        return os.getppid() == self.owner
+
+    def shutdown(self) -> None:
+        """Stop every call (each stops its own processes), then whatever is left below this process."""
+        for pid in list(self.calls):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + procs.TERM_GRACE_SECONDS + 2
+        while self.calls and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(_TICK_SECONDS)
+        procs.ProcessTree(below=os.getpid()).stop(grace_seconds=1.0)
+
+
+def _children():
+    import psutil
+
+    try:
+        return psutil.Process().children()
+    except psutil.Error:
+        return []
+
+
+def _prepare() -> dict:
+    """Import what every call needs, once; the GPUs torch would see, counted without initialising CUDA."""
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # device_count() through NVML: forked ranks can still use CUDA
+    import cloudpickle  # noqa: F401 - preloaded for the ranks
+    import torch
+    import torch.distributed.launcher.api  # the elastic agent, preloaded for every call
+
+    from jupyter_air.training import rendezvous, worker  # noqa: F401 - the ranks' entry point, preloaded
+
+    for name in _LAUNCHER_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    rendezvous.register()
+    rendezvous.register_static()
+    return {"cuda_devices": torch.cuda.device_count()}
+
+
+def serve(requests, events) -> None:
+    server = Server(events, os.getppid())
+    procs.become_subreaper()
+    try:
+        ready = _prepare()
+    except Exception as exc:  # noqa: BLE001 - told to the owner, which raises it with the install hint
+        server.emit({"event": "failed", "message": f"{type(exc).__name__}: {exc}"})
+        return
+    server.emit({"event": "ready", "pid": os.getpid(), **ready})
+    buffered = b""
+    try:
+        while server.owner_alive():
+            readable, _, _ = select.select([requests], [], [], _TICK_SECONDS)
+            if readable:
+                data = os.read(requests.fileno(), 1 << 16)
+                if not data:
+                    break  # the owner closed its end: it is gone
+                buffered += data
+                *lines, buffered = buffered.split(b"\n")
+                for line in lines:
+                    server.handle(json.loads(line))
+            server.reap()
+    finally:
+        server.shutdown()
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's process group is the kernel's
+    events = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever prints to stdout goes to the log, never into the event stream
+    serve(sys.stdin.buffer, events)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""``.distributed(remote=True)``: a call submitted as a job that outlives its kernel, followed from the cell, and
+``attach()`` to follow it again (or show a finished local call) from any kernel.
+
+The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.call_runner` runs it): on this machine a
+detached supervisor, on a Ray cluster a Ray Job. The cell shows the run card once the job's run exists, the
+ranks' lines as they come, and returns the results by rank, or raises the call's DistributedError. An
+interrupt stops following, never the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from collections import OrderedDict
+
+from jupyter_air.run_card.card import RunCard, card_mode
+from jupyter_air.run_card.starting import StartingCard
+from jupyter_air.training import runs
+from jupyter_air.training.call_runner import CONTEXT, OUTCOME, PAYLOAD, RESULTS
+from jupyter_air.training.errors import CallDetached, DistributedError
+from jupyter_air.training.launch import call_context, pack, world_size_for
+from jupyter_air.training.options import RunOptions
+
+#: Seconds between two looks at the job while following it.
+_POLL_SECONDS = 0.2
+#: Finished local calls of this kernel that ``attach`` can show again, by run id (the newest last).
+_RECENT: OrderedDict[str, tuple[dict, list | None, BaseException | None]] = OrderedDict()
+_RECENT_CALLS = 20
+_JOB_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
+
+
+def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict, params: dict) -> str:
+    """Submit the call as a job; its job run id. Fails before anything exists if the call cannot travel."""
+    from jupyter_air.workloads.jobs import Jobs
+
+    payload = pack(function, args, kwargs)
+    call = {"options": {k: v for k, v in vars(options).items() if k not in ("experiment", "run_name", "remote")}}
+    if options.nodes > 1 or options.ray_address:
+        compute = {"num_nodes": options.nodes, "num_accelerators": (options.gpus or 0) * options.nodes}
+        compute["ray_address"] = options.ray_address
+    else:
+        world_size, gpus = world_size_for(options.gpus)
+        tags = {**tags, "air.gpus": str(gpus), "air.world_size": str(world_size)}
+        compute, call["world_size"] = {"num_accelerators": gpus}, world_size
+    path = runs.notebook_path()
+    source = path or runs.script_name()
+    workload = {
+        "kind": "call",
+        "command": f"{tags['air.function']}(...) from {source}",  # what `air list` and the panel show
+        "experiment_name": runs.experiment_name(options.experiment),
+        "mlflow_run_name": options.run_name,
+        "mlflow_artifact_location": None,
+        "compute": compute,
+        "max_retries": 0,
+        "retry_delay_seconds": 0,
+        "timeout_minutes": options.timeout / 60 if options.timeout else None,
+        "parameters": params,
+        "env_variables": {},
+        "code_source": {"root_path": os.getcwd()},
+        "tags": {**runs.source_tags(), **tags, "air.remote": "true"},
+        "call": call,
+    }
+    files = {PAYLOAD: payload, CONTEXT: json.dumps(call_context()).encode()}
+    return Jobs().submit(workload, source=source, files=files).job_run_id
+
+
+def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
+    """Show the job's card until it ends; each rank's result, or its DistributedError. An interrupt detaches."""
+    from jupyter_air.workloads.jobs import Jobs
+
+    jobs = Jobs()
+    starting = starting or StartingCard(card_mode())
+    card, readers = None, {}
+    try:
+        while True:
+            job = jobs.get(job_run_id)
+            attempt = job.attempts[-1] if job.attempts else None
+            if card is None and attempt is not None and attempt.mlflow_run_id:
+                card = _card(job, attempt.mlflow_run_id, starting)
+            if card is None:
+                starting.waiting(f"job {job_run_id} {job.status.lower()}: {job.error or 'its supervisor starts'}")
+            if card is not None:
+                card.add_lines(_new_lines(jobs, job, attempt.attempt, readers))
+            if not job.active:
+                break
+            time.sleep(_POLL_SECONDS)
+    except KeyboardInterrupt:
+        if card is not None:
+            card.detach()
+        else:
+            starting.waiting(f"detached from job {job_run_id}: it keeps running")
+        raise CallDetached(job_run_id) from None
+    if card is None:  # ended before its run existed (canceled while pending, refused by the cluster)
+        starting.waiting(f"job {job_run_id} {job.status.lower()}: {job.error or ''}".rstrip(": "))
+        raise DistributedError(f"job {job_run_id} ended {job.status} before its run started: {job.error}")
+    card.add_lines(_new_lines(jobs, job, attempt.attempt, readers, final=True))
+    results, exc = _outcome(jobs, job)
+    card.finish(_JOB_STATUS.get(job.status, "FAILED"), exc)
+    if exc is not None:
+        raise exc
+    return results
+
+
+def attach(run_or_job_id: str) -> list:
+    """Follow a job run (``job-...``) until it ends, or show again a call of this kernel (its MLflow run id) or the
+    job behind a run; each rank's result, or the call's DistributedError."""
+    from jupyter_air.workloads.jobs import JobNotFound, Jobs
+
+    if run_or_job_id in _RECENT:
+        data, results, exc = _RECENT[run_or_job_id]
+        RunCard.show_snapshot(data, card_mode())
+        if exc is not None:
+            raise exc
+        return results
+    jobs = Jobs()
+    try:
+        return follow(jobs.get(run_or_job_id).job_run_id)
+    except JobNotFound:
+        job_run_id = _job_of_run(run_or_job_id)
+        if job_run_id is None:
+            raise JobNotFound(
+                f"{run_or_job_id!r} is neither a job run of AIR_HOME {jobs.home} nor a call of this kernel: pass the "
+                "job run id a remote call printed (job-...), or the MLflow run id of a call made in this kernel"
+            ) from None
+        return follow(job_run_id)
+
+
+def cancel_run(run_id: str) -> bool:
+    """The card's Stop for a remote call: cancel the job whose attempt ``run_id`` is; False for any other run."""
+    from jupyter_air.workloads.jobs import Jobs, NotActive
+
+    job_run_id = _job_of_run(run_id, remote_only=True)
+    if job_run_id is None:
+        return False
+    try:
+        Jobs().cancel(job_run_id)
+    except NotActive:
+        return False
+    return True
+
+
+def _job_of_run(run_id: str, remote_only: bool = False) -> str | None:
+    """The job run id an MLflow run was an attempt of (its ``air.job_run_id`` tag), if it is a run at all."""
+    from jupyter_air.tracking.entities import TrackingError
+    from jupyter_air.tracking.store import tracker
+
+    try:
+        tags = tracker().get_run(run_id).data.tags
+    except TrackingError:
+        return None
+    if remote_only and tags.get("air.remote") != "true":
+        return None
+    return tags.get("air.job_run_id")
+
+
+def remember(run_id: str, card: RunCard | None, results: list | None, exc: BaseException | None) -> None:
+    """Keep a finished local call of this kernel for :func:`attach` (its final card, its results or error)."""
+    _RECENT[run_id] = (card.snapshot() if card is not None else {}, results, exc)
+    while len(_RECENT) > _RECENT_CALLS:
+        _RECENT.popitem(last=False)
+
+
+def _card(job, run_id: str, starting: StartingCard) -> RunCard | None:
+    """The run card of the job's run once the run says where its ranks run (None until then)."""
+    from jupyter_air.run_card.card import header_from_run
+    from jupyter_air.run_card.metrics import MetricReader
+    from jupyter_air.run_card.state import CardState
+    from jupyter_air.tracking.store import tracker
+
+    tracking = tracker(job.tracking_uri)
+    tags = dict(tracking.get_run(run_id).data.tags)
+    if "air.world_size" not in tags:  # a cluster call says it once its nodes are placed
+        return None
+    header = header_from_run(
+        tracking, run_id, world_size=int(tags["air.world_size"]), gpus=int(tags.get("air.gpus", 0)), nodes=job.num_nodes
+    )
+    card = RunCard(CardState(header), MetricReader(tracking, run_id), card_mode(), stoppable=True)
+    card.show(starting.handle)
+    return card
+
+
+def _new_lines(jobs, job, attempt: int, readers: dict, final: bool = False) -> list[tuple[int, str]]:
+    """The ranks' new ``(rank, line)`` output, from the job's per-node logs (``[rank N] ...`` lines)."""
+    from jupyter_air.workloads.logs import LogCursor
+
+    lines = []
+    for node in range(job.num_nodes):
+        reader = readers.setdefault(node, LogCursor(jobs.log_dir(job, attempt, node)))
+        for entry in reader.read(final=final):
+            prefix, _, text = entry.line.partition("] ")
+            if prefix.startswith("[rank ") and prefix[6:].isdigit():
+                lines.append((int(prefix[6:]), text))
+    return lines
+
+
+def _outcome(jobs, job) -> tuple[list | None, DistributedError | None]:
+    """The results by rank, or the error, that the job's last attempt left."""
+    import cloudpickle
+
+    folder = jobs.home / "jobs" / job.job_run_id
+    try:
+        outcome = json.loads((folder / OUTCOME).read_text())
+    except FileNotFoundError:
+        return None, DistributedError(f"job {job.job_run_id} ended {job.status}: {job.error or 'no result'}")
+    if outcome["status"] != "ok":
+        fields = ("rank", "node", "exitcode", "exception_type", "exception_message", "worker_traceback")
+        failures = {int(rank): text for rank, text in outcome.get("failures", {}).items()}
+        return None, DistributedError(outcome["message"], failures=failures, **{k: outcome.get(k) for k in fields})
+    try:
+        kept = [folder / RESULTS / f"rank_{rank}.pkl" for rank in range(outcome["ranks"])]
+        results = [cloudpickle.loads(path.read_bytes()) for path in kept]
+    except (FileNotFoundError, pickle.UnpicklingError) as exc:
+        return None, DistributedError(f"the results of job {job.job_run_id} are gone ({exc}): they are kept 7 days")
+    return results, None

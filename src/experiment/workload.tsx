@@ -1,0 +1,101 @@
+/** "Run workload…": submit a YAML file of the file browser as an `air` job, then show it and its log. */
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import type { TranslationBundle } from '@jupyterlab/translation';
+import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
+import * as React from 'react';
+
+import { RequestError } from '../request';
+import { WorkloadErrors } from './components/WorkloadErrors';
+import type { ExperimentModel } from './model';
+import { ExperimentCommandIDs } from './tokens';
+
+/** The file browser's items the command is offered on (JupyterLab's `yaml` file type: .yaml, .yml). */
+const YAML_ITEMS = '.jp-DirListing-item[data-file-type="yaml"]';
+const YAML_PATH = /\.ya?ml$/i;
+
+const RUN_ARGS = {
+  args: {
+    type: 'object' as const,
+    properties: {
+      path: {
+        type: 'string' as const,
+        description:
+          "The workload file, relative to the server's root, e.g. experiments/train.yaml " +
+          '(default: the file selected in the file browser)'
+      }
+    }
+  }
+};
+
+/** Add the command, and offer it on the YAML files of the file browser's context menu. */
+export function addRunWorkloadCommand(
+  app: JupyterFrontEnd,
+  model: ExperimentModel,
+  browser: IDefaultFileBrowser | null,
+  trans: TranslationBundle
+): void {
+  const pathOf = (args: ReadonlyPartialJSONObject): string | null => {
+    if (typeof args.path === 'string') {
+      return args.path;
+    }
+    const items = browser ? [...browser.selectedItems()] : [];
+    return items.length === 1 && items[0].type !== 'directory' ? items[0].path : null;
+  };
+  app.commands.addCommand(ExperimentCommandIDs.runWorkload, {
+    label: trans.__('Run workload…'),
+    caption: trans.__(
+      'Start this YAML workload as an air job (as `air run -f` does) and follow it in the Experiment panel'
+    ),
+    describedBy: RUN_ARGS,
+    isEnabled: args => YAML_PATH.test(pathOf(args) ?? ''),
+    execute: async args => {
+      const path = pathOf(args);
+      if (path !== null) {
+        await runWorkload(app, model, path, trans);
+      }
+    }
+  });
+  app.contextMenu.addItem({ command: ExperimentCommandIDs.runWorkload, selector: YAML_ITEMS });
+}
+
+/**
+ * Submit `path`; on success show the Experiment panel with the new job, and its log once its first
+ * attempt has started; otherwise a dialog lists every error of the file.
+ */
+async function runWorkload(
+  app: JupyterFrontEnd,
+  model: ExperimentModel,
+  path: string,
+  trans: TranslationBundle
+): Promise<void> {
+  let jobRunId: string;
+  try {
+    jobRunId = (await model.submitWorkload(path)).job_run_id;
+  } catch (error) {
+    const failure =
+      error instanceof RequestError ? error : new RequestError(String(error), 'server', null);
+    await showDialog({
+      title: trans.__('Workload not started'),
+      body: (
+        <WorkloadErrors
+          path={path}
+          message={failure.message}
+          errors={failure.errors}
+          trans={trans}
+        />
+      ),
+      buttons: [Dialog.okButton({ label: trans.__('Close') })]
+    });
+    return;
+  }
+  await app.commands.execute(ExperimentCommandIDs.openExperimentPanel);
+  if (await model.jobStarted(jobRunId)) {
+    await app.commands.execute(ExperimentCommandIDs.openJobLogs, {
+      jobRunId,
+      attempt: -1,
+      node: 0
+    });
+  }
+}

@@ -1,0 +1,109 @@
+/** The runs shaded on the GPU panel's charts: asked for once per new GPU sample, only while they show. */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import type { IRun, IRunWindowPayload } from '../experiment/tokens';
+import { requestAPI, Requester } from '../request';
+import type { IGpuModel } from './tokens';
+
+/**
+ * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only
+ * while the GPU panel (with its charts) is visible, it asks once for the runs of this node active in
+ * the charts' window (`runs?from=&to=`): the whole window the first time, then only from the end of
+ * the previous answer (runs that ended since, still run, or started since). So it makes at most one
+ * extra request per GPU poll, never two at once, and none while the charts are hidden.
+ */
+export class RunTimeline implements IDisposable {
+  constructor(options: RunTimeline.IOptions) {
+    this._gpu = options.gpu;
+    this._request = options.request ?? requestAPI;
+    this._gpu.changed.connect(this._onGpuChanged, this);
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** The runs active in the charts' window, newest first. */
+  get runs(): IRun[] {
+    return this._runs;
+  }
+
+  /** Bumped whenever `runs` changes, for views that redraw on it. */
+  get revision(): number {
+    return this._revision;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._gpu.changed.disconnect(this._onGpuChanged, this);
+    Signal.clearData(this);
+  }
+
+  private _onGpuChanged(): void {
+    const newest = this._gpu.newestSampleMs;
+    const oldest = this._gpu.history.timestampsMs[0];
+    const chartsShown = this._gpu.isVisibleTo('panel') && this._gpu.devices.length > 0;
+    if (!chartsShown || newest === null || oldest === undefined) {
+      return;
+    }
+    if (this._inflight || newest === this._askedForNewest) {
+      return;
+    }
+    this._askedForNewest = newest;
+    this._inflight = true;
+    const from = this._heldToMs === null ? oldest : Math.max(oldest, this._heldToMs);
+    void this._fetch(from, newest, oldest).finally(() => {
+      this._inflight = false;
+    });
+  }
+
+  private async _fetch(fromMs: number, toMs: number, oldestMs: number): Promise<void> {
+    try {
+      const answer = await this._request<IRunWindowPayload>(`runs?from=${fromMs}&to=${toMs}`, {
+        method: 'GET'
+      });
+      if (this._disposed) {
+        return;
+      }
+      const byId = new Map(this._runs.map(run => [run.run_id, run]));
+      answer.runs.forEach(run => byId.set(run.run_id, run));
+      this._runs = [...byId.values()]
+        .filter(run => run.end_ms === null || run.end_ms >= oldestMs)
+        .sort((a, b) => b.start_ms - a.start_ms);
+      this._heldToMs = toMs;
+      this._revision += 1;
+      this._changed.emit();
+    } catch (error) {
+      // The charts stay as they are; the next GPU poll asks again.
+      this._askedForNewest = null;
+      console.warn('jupyter-air: reading the runs of the GPU timeline failed.', error);
+    }
+  }
+
+  private _askedForNewest: number | null = null;
+  /** The end of the window of the last answer: later requests start there. */
+  private _heldToMs: number | null = null;
+  private _changed = new Signal<this, void>(this);
+  private _disposed = false;
+  private _gpu: IGpuModel;
+  private _inflight = false;
+  private _request: Requester;
+  private _revision = 0;
+  private _runs: IRun[] = [];
+}
+
+export namespace RunTimeline {
+  export interface IOptions {
+    gpu: IGpuModel;
+    /** Replaces `requestAPI` (tests). */
+    request?: Requester;
+  }
+}

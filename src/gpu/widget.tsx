@@ -1,0 +1,61 @@
+/** The Lumino sidebar widget wrapping the GPU view; reports its visibility to the model. */
+import type { TranslationBundle } from '@jupyterlab/translation';
+import { refreshIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { ModelView } from '../modelView';
+import { GpuPanel } from './components/GpuPanel';
+import type { GpuModel } from './model';
+import type { RunTimeline } from './timeline';
+import { PANEL_ID } from './tokens';
+
+export class GpuPanelWidget extends ModelView<GpuModel> {
+  constructor(options: GpuPanelWidget.IOptions) {
+    super(options.model);
+    this._onOpenPath = options.onOpenPath;
+    this._trans = options.trans;
+    this._timeline = options.timeline ?? null;
+    this.id = PANEL_ID;
+    this.addClass('jp-Air-panel');
+    if (this._timeline) {
+      this.follow(this._timeline.changed);
+    }
+  }
+
+  /** Re-read the theme's colours (call after a theme change). */
+  refreshTheme(): void {
+    this._themeKey += 1;
+    this.update();
+  }
+
+  protected render(): JSX.Element {
+    return (
+      <GpuPanel
+        model={this.model}
+        revision={this.revision}
+        themeKey={this._themeKey}
+        onOpenPath={this._onOpenPath}
+        trans={this._trans}
+        refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
+        runs={this._timeline?.runs}
+        onOpenRun={run => run.url && window.open(run.url, '_blank', 'noopener')}
+      />
+    );
+  }
+
+  private _onOpenPath: (path: string) => void;
+  private _themeKey = 0;
+  private _timeline: RunTimeline | null;
+  private _trans: TranslationBundle;
+}
+
+export namespace GpuPanelWidget {
+  export interface IOptions {
+    model: GpuModel;
+    onOpenPath: (path: string) => void;
+    /** The strings of the panel, in the user's language. */
+    trans: TranslationBundle;
+    /** Runs to shade on the charts. */
+    timeline?: RunTimeline;
+  }
+}

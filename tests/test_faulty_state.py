@@ -1,0 +1,150 @@
+"""A damaged job database or MLflow store, seen through a real Jupyter server: the routes answer 503 naming the
+file and what to do, the MLflow UI's first visit ends as soon as the UI process exits, the job checks log once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+import psutil
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from jupyter_air.server_tasks import JobChecks
+
+GARBAGE = 64 << 10
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private AIR_HOME of the test's own with the embedded store (no MLFLOW_TRACKING_URI)."""
+    home = tmp_path / "air"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("AIR_HOME", str(home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return home
+
+
+@pytest.fixture
+def jp_server_config(home, air_config, fake_nvml):
+    """The server starts with that AIR_HOME (its MLflow UI's environment is taken then)."""
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air_config}
+
+
+def damage(path) -> None:
+    path.write_bytes(os.urandom(GARBAGE))
+
+
+async def refused(jp_fetch, *parts, **params) -> tuple[int, str]:
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch(*parts, params=params)
+    return error.value.code, json.loads(error.value.response.body)["message"]
+
+
+async def test_a_damaged_job_database_is_a_503_naming_it(jp_fetch, home):
+    # Given a jobs.db overwritten with garbage
+    damage(home / "jobs.db")
+
+    # When the panel lists the jobs and asks for one
+    for parts in (("jupyter-air", "jobs"), ("jupyter-air", "jobs", "job-0123456789ab")):
+        code, message = await refused(jp_fetch, *parts)
+
+        # Then each answers 503 with the file and what to do
+        assert code == 503
+        assert f"{home / 'jobs.db'} is damaged (file is not a database)" in message
+        assert "move it aside" in message and "restore it from a backup" in message
+
+
+async def test_a_damaged_mlflow_store_is_a_503_naming_it(jp_fetch, home):
+    # Given the embedded store overwritten with garbage
+    damage(home / "mlflow.db")
+
+    # When a notebook's runs and the timeline's runs are asked for, Then each answers 503 naming the file
+    for params in ({"notebook": "work/a.ipynb"}, {"from": "0", "to": "1"}):
+        code, message = await refused(jp_fetch, "jupyter-air", "runs", **params)
+        assert code == 503 and f"{home / 'mlflow.db'} is damaged (file is not a database)" in message
+    # And a run's link says the same instead of "no such run"
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("jupyter-air", "runs", "0a1b2c3d", "open", follow_redirects=False)
+    assert error.value.code == 503 and b"mlflow.db is damaged" in error.value.response.body
+
+
+async def test_the_first_mlflow_ui_visit_on_a_damaged_store_answers_503_once_the_ui_exits(jp_fetch, home):
+    # Given the embedded store overwritten with garbage
+    damage(home / "mlflow.db")
+
+    # When the MLflow UI is opened (its process starts, finds the store damaged and exits)
+    with pytest.raises(HTTPClientError) as error:
+        await jp_fetch("mlflow/", request_timeout=100)
+
+    # Then the answer is a 503 that names the file, not the start timeout, and no UI process is left
+    page = error.value.response.body.decode()
+    assert error.value.code == 503 and "the MLflow UI exited while starting" in page
+    assert f"{home / 'mlflow.db'} is damaged" in page and "did not start within" not in page
+    assert ui_processes(home) == []
+
+
+def ui_processes(home) -> list[psutil.Process]:
+    """MLflow UI processes started for ``home`` (by this test's server)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("AIR_HOME") == str(home) and "ui_server" in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_the_job_checks_log_a_damaged_job_database_once_in_one_line(home, caplog):
+    # Given a jobs.db overwritten with garbage, and the server's periodic job check
+    damage(home / "jobs.db")
+    checks = JobChecks(5, logging.getLogger("test-job-checks"))
+    caplog.set_level(logging.INFO, logger="test-job-checks")
+
+    # When the check runs three times
+    for _ in range(3):
+        checks._reap()
+
+    # Then the problem is logged once, in one line naming the file, without a traceback
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING and not record.exc_info
+    assert f"{home / 'jobs.db'} is damaged" in record.getMessage() and "\n" not in record.getMessage()
+
+    # When the database is moved aside as the message says, Then the next check says the checks work again
+    (home / "jobs.db").rename(home / "jobs.db.damaged")
+    checks._reap()
+    assert caplog.records[-1].levelno == logging.INFO and "checked again" in caplog.records[-1].getMessage()
+    checks.stop()
+
+
+class TestAnAirHomeThatIsAFile:
+    @pytest.fixture
+    def home(self, tmp_path, monkeypatch, air_config):
+        """AIR_HOME set to a file before the server starts, the MLflow UI started in the background."""
+        (tmp_path / "a-file").write_text("notes")
+        monkeypatch.setenv("AIR_HOME", str(tmp_path / "a-file"))
+        air_config["mlflow_ui_autostart"] = True
+        return tmp_path / "a-file"
+
+    async def test_it_is_a_503_in_one_line_and_the_rest_works(self, jp_fetch, home, caplog):
+        # When the GPU panel, the runs and the jobs are asked for
+        gpu = await jp_fetch("jupyter-air", "gpu")
+        code, message = await refused(jp_fetch, "jupyter-air", "runs", notebook="work/a.ipynb")
+        jobs = await jp_fetch("jupyter-air", "jobs")
+
+        # Then the GPU panel and the (empty) jobs list answer, the runs say what is wrong, and no traceback
+        # is logged (the MLflow UI's background start included)
+        assert gpu.code == 200 and json.loads(jobs.body) == {"jobs": []}
+        assert code == 503 and f"AIR_HOME={home} is not a folder" in message
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("jupyter-air", "runs", "0a1b2c3d", "open", follow_redirects=False)
+        assert error.value.code == 503 and b"is not a folder" in error.value.response.body
+        assert [r.getMessage() for r in caplog.records if r.exc_info] == []
+        # And the MLflow UI's first visit says why it cannot start, as soon as its process has exited
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("mlflow/", request_timeout=100)
+        assert error.value.code == 503 and f"AIR_HOME={home} is not a folder" in error.value.response.body.decode()
+        assert ui_processes(home) == []
+        assert home.read_text() == "notes"

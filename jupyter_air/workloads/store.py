@@ -115,7 +115,7 @@ class JobStore:
             finally:
                 db.close()
 
-    def createjob_from_row(
+    def create_job(
         self, workload: dict[str, Any], source: str, user: str, executor: str, tracking_uri: str | None = None
     ) -> Job:
         """Record a submitted job; ``tracking_uri`` is the MLflow store its attempts' runs go to."""

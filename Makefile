@@ -95,9 +95,9 @@ lint-js:
 test-ui:
 	cd ui-tests && jlpm install && jlpm test
 
-# Ray Train is the baseline of bench_cluster; it is not a dependency of jupyter_air.
+# Baselines, not dependencies of jupyter_air: Ray Train for bench_cluster, jupyter-resource-usage for bench_polls.
 bench: install
-	$(PIP) install -q "ray[train]==2.60.0"
+	$(PIP) install -q "ray[train]==2.60.0" "jupyter-resource-usage==1.3.0"
 	$(PY) -m benchmarks
 
 clean:

@@ -26,6 +26,8 @@ EXPERIMENT_POLL_SECONDS, GPU_POLL_SECONDS = 5, 10
 WINDOW_SECONDS = 60
 #: The server stops sampling GPUs this long after the last request to the GPU routes.
 IDLE_TIMEOUT_SECONDS = 15
+#: The embedded MLflow UI's processes would start during the measurements: they are not what is measured.
+NO_UI = ("--JupyterAir.mlflow_ui_autostart=False",)
 
 
 def fill_store(home: Path, root: Path, runs: int, start_ms: int, running: bool) -> None:
@@ -54,11 +56,14 @@ for i in range({runs}):
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
 
-def start_server(home: Path, root: Path) -> tuple[subprocess.Popen, str]:
-    """A Jupyter server on ``root`` with AIR_HOME ``home`` and 8 simulated GPUs sampled every 10 s."""
+def start_server(
+    home: Path, root: Path, more: tuple[str, ...] = (), interval: float = 10, idle: float = IDLE_TIMEOUT_SECONDS
+) -> tuple[subprocess.Popen, str]:
+    """A Jupyter server on ``root`` with AIR_HOME ``home`` and 8 simulated GPUs sampled every ``interval`` s, idle
+    after ``idle`` s; ``more`` arguments (each setting once: traitlets drops a section that repeats one)."""
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    args = (f"--ServerApp.root_dir={root}", f"--JupyterAir.idle_timeout_seconds={IDLE_TIMEOUT_SECONDS}")
-    proc, url = start_gpu_server(8, 10, args, {**env, "AIR_HOME": str(home)})
+    args = (f"--ServerApp.root_dir={root}", f"--JupyterAir.idle_timeout_seconds={idle}", *more)
+    proc, url = start_gpu_server(8, interval, args, {**env, "AIR_HOME": str(home)})
     base = url.removesuffix("gpu")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -138,7 +143,7 @@ def main() -> None:
             f"store: 100 runs of one notebook (5 params, 7 metrics each), the newest RUNNING "
             f"(written in {time.perf_counter() - started:.0f} s)"
         )
-        proc, base = start_server(home, root)
+        proc, base = start_server(home, root, NO_UI)
         try:
             notebook = quote(NOTEBOOK, safe="")
             first = asyncio.run(_get(f"{base}runs?notebook={notebook}&limit=50"))
@@ -173,7 +178,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(10)
         fill_store(home, root, 900, now - 2_000_000, running=False)
-        proc, base = start_server(home, root)
+        proc, base = start_server(home, root, NO_UI)
         try:
             notebook = quote(NOTEBOOK, safe="")
             gpu_poll = [f"{base}gpu?since={_newest_sample(base)}"]

@@ -101,14 +101,14 @@ class RunsHandler(PanelHandler):
             from .tracking.runs_query import DEFAULT_LIMIT, MAX_LIMIT
 
             limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-            token = self.get_query_argument("page_token", None)
-            answer = await self.call(self.runs.notebook, self._paths(notebook), self.since(), limit, token)
+            query = (self._paths(notebook), self.since(), limit, self.get_query_argument("page_token", None))
+            answer = self.runs.notebook(*query, wait=False) or await self.call(self.runs.notebook, *query)
         elif from_ms is not None and to_ms is not None and not notebook:
             if from_ms > to_ms:
                 raise tornado.web.HTTPError(
                     400, "from=%d is after to=%d: give the earlier time as from.", from_ms, to_ms
                 )
-            answer = await self.call(self.runs.window, from_ms, to_ms)
+            answer = self.runs.window(from_ms, to_ms, wait=False) or await self.call(self.runs.window, from_ms, to_ms)
         else:
             raise tornado.web.HTTPError(
                 400,

@@ -25,6 +25,7 @@ class JobChecks:
     the schedules that are due (one driver among any number: each fire time is claimed once), and end the runs of
     kernels that died mid-run.
 
+    The one place a server reaps jobs (the panel's reads never do); the `air` command does it where no server runs.
     A problem that lasts (a damaged job database, a full disk) is logged once, in one line, then again every
     :data:`REPEAT_SECONDS` while it lasts, and once more when the checks work again.
     """
@@ -33,10 +34,10 @@ class JobChecks:
         self.log = log
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
         self._running: Future | None = None
+        self._jobs = None  # the Jobs of AIR_HOME, kept: its job store stays open once the database exists
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
         self._problem: str | None = None
         self._reported_at = 0.0
-        self._jobs = None  # kept between checks: a tick with nothing due is then one read
 
     def start(self) -> None:
         self._callback.start()
@@ -53,16 +54,15 @@ class JobChecks:
     def _reap(self) -> None:
         from .home import UnusableDatabase, air_home_path
         from .tracking.stops import reap_dead_runs
-        from .workloads.control import reap_if_any
         from .workloads.jobs import Jobs
         from .workloads.tick import tick
 
         home = air_home_path()
         try:
-            for job_run_id in reap_if_any(home):
-                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
             if self._jobs is None or self._jobs.home != home:
-                self._jobs = Jobs(home)
+                self._jobs = Jobs(home)  # never creates the job database
+            for job_run_id in self._jobs.reap():
+                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
             for fire in tick(self._jobs):  # after the reap: a dead job no longer counts against max_concurrent_runs
                 self.log.info("jupyter_air: schedule %s fired: %s %s", fire.name, fire.outcome, fire.job_run_id or "")
             for run_id in reap_dead_runs(home):

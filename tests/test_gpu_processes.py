@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import threading
+
+import pytest
 
 from jupyter_air.gpu.attribution import attribute, kernel_of
 from jupyter_air.gpu.types import GpuProcess
@@ -67,3 +71,47 @@ def test_child_of_a_kernel_is_attributed_to_that_kernel():
         child.kill()
         child.wait()
     assert kernel_of(child.pid, {os.getpid(): "kernel-1"}) is None
+
+
+#: A server that samples once an hour: every request below reads the same sample.
+HOURLY = {
+    "sample_interval_seconds": 3600,
+    "idle_timeout_seconds": 7200,
+    "gpu_source": "nvml",
+    "mlflow_ui_autostart": False,
+}
+
+
+@pytest.mark.parametrize("air_config", [HOURLY])
+async def test_processes_are_named_once_per_sample_off_the_event_loop(
+    jp_fetch, jp_serverapp, gpu, fake_nvml, monkeypatch
+):
+    from jupyter_air.gpu import service
+
+    # Given a real kernel whose pid NVML reports on GPU 0, and a server sampling once an hour
+    response = await jp_fetch(
+        "api", "sessions", method="POST", body=json.dumps({"path": "a.ipynb", "type": "notebook", "kernel": {}})
+    )
+    session = json.loads(response.body)
+    kernel_id = session["kernel"]["id"]
+    fake_nvml.gpus[0].processes = [(jp_serverapp.kernel_manager.get_kernel(kernel_id).provisioner.pid, 1 << 30)]
+    named_on = []
+
+    def spy(processes, kernel_pids, kernel_paths):
+        named_on.append(threading.current_thread() is threading.main_thread())
+        return attribute(processes, kernel_pids, kernel_paths)
+
+    monkeypatch.setattr(service, "attribute", spy)
+    try:
+        # When the panel takes a sample, then polls 3 times in a row and 3 times at once
+        answers = [await gpu(refresh=True)]
+        answers += [await gpu() for _ in range(3)]
+        answers += await asyncio.gather(*(gpu() for _ in range(3)))
+        # Then every answer names the kernel and its notebook, looked up once, off the event loop's thread
+        assert {(r["kernel_id"], r["path"]) for a in answers for r in a["processes"]} == {(kernel_id, "a.ipynb")}
+        assert named_on == [False]
+        # When a new sample is taken, Then they are looked up again for it
+        await gpu(refresh=True)
+        assert named_on == [False, False]
+    finally:
+        await jp_fetch("api", "sessions", session["id"], method="DELETE")

@@ -7,25 +7,41 @@ import psutil
 from .types import GpuProcess
 
 
-def kernel_of(pid: int, kernel_pids: dict[int, str]) -> str | None:
-    """The id of the kernel that is ``pid`` or one of its ancestors, if any."""
-    if pid in kernel_pids:
-        return kernel_pids[pid]
-    try:
-        ancestors = psutil.Process(pid).parents()
-    except (psutil.Error, OSError):
-        return None
-    for parent in ancestors:
-        if parent.pid in kernel_pids:
-            return kernel_pids[parent.pid]
-    return None
+def kernel_of(pid: int, kernel_pids: dict[int, str], known: dict[int, str | None] | None = None) -> str | None:
+    """The id of the kernel that is ``pid`` or one of its ancestors, if any.
+
+    Walks the parent pids one at a time; ``known`` (pid: kernel id or None) is read and filled on the way, so
+    the processes of one answer, often children of one kernel, walk each ancestor once.
+    """
+    known = {} if known is None else known
+    chain, found = [], None
+    while pid > 0:
+        if pid in known:
+            found = known[pid]
+            break
+        if pid in kernel_pids:
+            found = kernel_pids[pid]
+            break
+        chain.append(pid)
+        try:
+            pid = psutil.Process(pid).ppid()
+        except (psutil.Error, OSError):
+            break
+    for walked in chain:
+        known[walked] = found
+    return found
 
 
 def attribute(processes: list[GpuProcess], kernel_pids: dict[int, str], kernel_paths: dict[str, str]) -> list[dict]:
-    """Processes as JSON rows with ``kernel_id`` and notebook ``path`` where the process belongs to a kernel."""
+    """Processes as JSON rows with ``kernel_id`` and notebook ``path`` where the process belongs to a kernel.
+
+    Blocking (it reads /proc for the ancestors of each process): call it off the event loop when there are
+    kernels to look for.
+    """
+    known: dict[int, str | None] = {}
     rows = []
     for proc in processes:
-        kernel_id = kernel_of(proc.pid, kernel_pids) if kernel_pids else None
+        kernel_id = kernel_of(proc.pid, kernel_pids, known) if kernel_pids else None
         rows.append(
             {
                 "gpu_index": proc.gpu_index,

@@ -12,6 +12,7 @@ import socket
 
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
+from .history import Sample
 from .idle import IdleHolders
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
@@ -38,6 +39,7 @@ class GpuService:
         self.cluster = cluster
         self.idle_holders = idle_holders
         self.node = socket.gethostname()
+        self._rows: tuple[tuple, asyncio.Future] | None = None  # the latest process rows, by what they name
 
     async def snapshot(self, since: int | None = None, node: str | None = None) -> dict:
         """The payload of ``GET /jupyter-air/gpu``; resumes a stopped sampler with a fresh sample first."""
@@ -118,29 +120,52 @@ class GpuService:
                 "memory_used_bytes": [s.host.memory_used_bytes for s in snap.samples],
                 "memory_total_bytes": latest.host.memory_total_bytes if latest is not None else None,
             },
-            "processes": await self._processes(latest.reading.processes, local) if latest is not None else [],
+            "processes": await self._processes(latest, local) if latest is not None else [],
         }
 
-    async def _processes(self, processes, local: bool) -> list[dict]:
-        """Rows of GPU processes; on this server's node, each names its kernel and notebook when it has one."""
+    async def _processes(self, latest: Sample, local: bool) -> list[dict]:
+        """Rows of the sample's GPU processes; on this server's node, each names its kernel and notebook when it
+        has one, and is marked when its kernel holds the GPU idle.
+
+        Naming reads /proc for every ancestor of every process: it is done once per sample and set of kernels,
+        off the event loop, and shared by every request until the next sample.
+        """
+        processes = latest.reading.processes
         if not processes:
             return []
-        kernel_pids, kernel_paths = await self._kernels() if local else ({}, {})
-        rows = attribute(processes, kernel_pids, kernel_paths)
+        kernel_pids = self._kernel_pids() if local else {}
+        if not kernel_pids:
+            rows = attribute(processes, {}, {})
+        else:
+            key = (latest.timestamp_ms, tuple(processes), tuple(sorted(kernel_pids.items())))
+            kept = self._rows
+            if kept is None or kept[0] != key or (kept[1].done() and (kept[1].cancelled() or kept[1].exception())):
+                self._rows = kept = (key, asyncio.ensure_future(self._attribute(processes, kernel_pids)))
+            rows = await asyncio.shield(kept[1])
         return self.idle_holders.mark(rows) if self.idle_holders is not None and local else rows
+
+    async def _attribute(self, processes, kernel_pids: dict[int, str]) -> list[dict]:
+        kernel_paths = await self._kernel_paths()
+        return await asyncio.get_running_loop().run_in_executor(None, attribute, processes, kernel_pids, kernel_paths)
 
     async def _kernels(self) -> tuple[dict[int, str], dict[str, str]]:
         """``({pid: kernel id}, {kernel id: notebook path})`` of this server's kernels."""
-        kernel_pids, kernel_paths = {}, {}
+        kernel_pids = self._kernel_pids()
+        return kernel_pids, (await self._kernel_paths() if kernel_pids else {})
+
+    def _kernel_pids(self) -> dict[int, str]:
+        kernel_pids = {}
         if self.kernel_manager is not None:
             for kernel_id in self.kernel_manager.list_kernel_ids():
                 pid = getattr(getattr(self.kernel_manager.get_kernel(kernel_id), "provisioner", None), "pid", None)
                 if pid is not None:
                     kernel_pids[pid] = kernel_id
-        if self.session_manager is not None and kernel_pids:
-            for session in await self.session_manager.list_sessions():
-                kernel_paths[session["kernel"]["id"]] = session.get("path")
-        return kernel_pids, kernel_paths
+        return kernel_pids
+
+    async def _kernel_paths(self) -> dict[str, str]:
+        if self.session_manager is None:
+            return {}
+        return {session["kernel"]["id"]: session.get("path") for session in await self.session_manager.list_sessions()}
 
     async def idle(self) -> dict:
         """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and

@@ -2,7 +2,8 @@
 time window. Knows nothing of HTTP.
 
 Reads the Jupyter server's tracking store (its ``MLFLOW_TRACKING_URI``, else the embedded default), never
-creating it. Blocking (MLflow reads): call it off the event loop.
+creating it. Blocking (MLflow reads): call it off the event loop. Answers are kept while the store is unchanged
+(:mod:`~jupyter_air.tracking.answers`): a poll that finds nothing new makes no search.
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from jupyter_air.home import AirHomeError
+from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import NODE_TAG, default_experiment_name, node_name
-from jupyter_air.tracking.store import sqlite_path, store_errors, tracking_uri
+from jupyter_air.tracking.store import sqlite_path, store_errors
 
 NOTEBOOK_TAG = "air.notebook_path"
 SOURCE_TAG = "air.source"
@@ -28,9 +29,11 @@ MAX_METRICS = 8
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 #: Most runs one timeline answer holds (the newest).
 MAX_WINDOW_RUNS = 200
-#: Seconds the list of experiments is reused: listing them costs as much as a search of runs, and a poll
-#: would otherwise list them every time.
-EXPERIMENTS_TTL_SECONDS = 5.0
+#: Seconds an answer is reused for the same query on a store that cannot tell whether it changed (not SQLite):
+#: identical polls in this window share one search. SQLite stores' answers are reused until something is committed.
+UNVERSIONED_ANSWER_SECONDS = 0.5
+#: The same for the list of experiments, which costs as much as a search of runs.
+UNVERSIONED_EXPERIMENTS_SECONDS = 5.0
 _ORDER = ["attributes.start_time DESC"]
 #: Characters written as LIKE's one-character wildcard in a tag pattern: quotes and backslashes cannot be
 #: written in MLflow's filter syntax, and % and _ are LIKE's own; matches are then checked exactly.
@@ -84,8 +87,9 @@ class RunsQuery:
 
     def __init__(self, base_url: str = "/"):
         self.base_url = base_url
-        self._experiments_cache: tuple[str, float, dict[str, str]] | None = None
-        self._lock = threading.Lock()
+        self._version = StoreVersion()
+        self._answers = SharedAnswers(self._version, UNVERSIONED_ANSWER_SECONDS)
+        self._experiments = SharedAnswers(self._version, UNVERSIONED_EXPERIMENTS_SECONDS)
 
     @store_errors()  # a damaged store: UnusableDatabase, naming the file
     def notebook(
@@ -94,10 +98,35 @@ class RunsQuery:
         since_ms: int | None = None,
         limit: int = DEFAULT_LIMIT,
         page_token: str | None = None,
-    ) -> dict:
+        wait: bool = True,
+    ) -> dict | None:
         """Runs started from the notebook (tag ``air.notebook_path`` equal to one of ``paths``, any experiment)
         and runs of its default experiment, newest first; with ``since_ms``, only those started at or after it
-        (a panel asks from the start of the oldest run it holds as running, or of its newest run)."""
+        (a panel asks from the start of the oldest run it holds as running, or of its newest run). ``wait=False``
+        never blocks (on the event loop): the kept answer if the store tells at once it is current, else None."""
+        query = ("notebook", tuple(paths), since_ms, limit, page_token)
+        if not wait:
+            return self._kept(query)
+        return self._answers.get(store_uri(), query, lambda: self._notebook(paths, since_ms, limit, page_token))
+
+    @store_errors()
+    def window(self, from_ms: int, to_ms: int, wait: bool = True) -> dict | None:
+        """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
+        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`); ``wait`` as
+        for ``notebook``."""
+        query = ("window", from_ms, to_ms)
+        if not wait:
+            return self._kept(query)
+        return self._answers.get(store_uri(), query, lambda: self._window(from_ms, to_ms))
+
+    def _kept(self, query: tuple) -> dict | None:
+        try:
+            uri = store_uri()
+        except AirHomeError:  # an unusable AIR_HOME: the call off the event loop says so (a 503)
+            return None
+        return self._answers.kept(uri, query)
+
+    def _notebook(self, paths: Sequence[str], since_ms: int | None, limit: int, page_token: str | None) -> dict:
         cursor = Cursor.decode(page_token)
         default = default_experiment_name(paths[0])
         answer = {"node": node_name(), "ui_url": ui_root(self.base_url), "default_experiment": default}
@@ -131,10 +160,7 @@ class RunsQuery:
             "next_page_token": following.encode() if following else None,
         }
 
-    @store_errors()
-    def window(self, from_ms: int, to_ms: int) -> dict:
-        """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
-        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`)."""
+    def _window(self, from_ms: int, to_ms: int) -> dict:
         node = node_name()
         answer = {"node": node, "from_ms": from_ms, "to_ms": to_ms, "ui_url": ui_root(self.base_url)}
         client = _client()
@@ -153,18 +179,11 @@ class RunsQuery:
         return {**answer, "runs": [run_json(r, experiments, self.base_url) for r in runs], "truncated": truncated}
 
     def _experiments_of(self, client) -> dict[str, str]:
-        """The store's active experiments by id, listed again after :data:`EXPERIMENTS_TTL_SECONDS`."""
+        """The store's active experiments by id, listed again once something was committed to the store (after
+        :data:`UNVERSIONED_EXPERIMENTS_SECONDS` for a store that cannot tell)."""
         if client is None:
             return {}
-        uri, now = tracking_uri(), time.monotonic()
-        with self._lock:
-            cached = self._experiments_cache
-            if cached is not None and cached[0] == uri and now - cached[1] < EXPERIMENTS_TTL_SECONDS:
-                return cached[2]
-        found = _experiments(client)
-        with self._lock:
-            self._experiments_cache = (uri, now, found)
-        return found
+        return self._experiments.get(store_uri(), "experiments", lambda: _experiments(client))
 
 
 def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
@@ -204,7 +223,7 @@ def source_of(tags: dict[str, str]) -> str | None:
 
 def _client():
     """A client on the server's store, or None while the embedded store does not exist (never creates it)."""
-    uri = tracking_uri()
+    uri = store_uri()
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         return None

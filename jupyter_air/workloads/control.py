@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
 from .executor import executor_for
 from .logs import node_dir
@@ -19,11 +18,6 @@ log = logging.getLogger(__name__)
 CANCEL_WAIT_SECONDS = 8.0
 #: Ended jobs looked at for what their runner says of them last (the newest first).
 _RECENT_JOBS = 20
-
-
-def reap_if_any(home: Path) -> list[str]:
-    """:func:`reap` the jobs under ``home`` if it has a job database (never creates one)."""
-    return reap(JobStore(home)) if (home / "jobs.db").exists() else []
 
 
 def reap(store: JobStore) -> list[str]:

@@ -2,6 +2,9 @@
 attempt's link, submitted from a workload file under the server's root, logs read by byte offset, cancel. Knows
 nothing of HTTP; blocking (SQLite, processes): call it off the event loop. The work is the one job path's
 (:class:`~jupyter_air.workloads.jobs.Jobs`).
+
+It never fails a job whose supervisor died: the server's periodic check does (``server_tasks.JobChecks``), so
+reading the jobs stays a read.
 """
 
 from __future__ import annotations
@@ -27,12 +30,10 @@ class JobsView:
 
     def list(self, limit: int = DEFAULT_LIMIT) -> dict:
         """Every job run, newest first, like ``air list --all-status -o json``, with attempts and links."""
-        self.jobs.reap()
         return {"jobs": [self._summary(job) for job in self.jobs.list(active_only=False, limit=limit)]}
 
     def get(self, job_run_id: str) -> dict:
         """One job run like ``air get -o json``, each attempt with its link."""
-        self.jobs.reap()
         job = self.jobs.get(job_run_id)
         return {**job_detail(job), **self._extras(job)}
 

@@ -1,0 +1,107 @@
+"""The runs routes' polls kept while the store is unchanged, against a real Jupyter server and a real SQLite MLflow
+store: a poll that finds nothing new searches nothing, every change shows on the next poll, identical polls at
+once share one search."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+import uuid
+
+import pytest
+import test_runs_api
+
+# The runs routes' fixtures: a module's own store, its MLflow client, the notebook polled, the GET.
+air_home, mlflow_client = test_runs_api.air_home, test_runs_api.mlflow_client
+notebook, runs = test_runs_api.notebook, test_runs_api.runs
+
+
+@pytest.fixture
+def searches(monkeypatch):
+    """Counts the server's searches of the store (runs and experiments), by patching MLflow's client."""
+    from mlflow.tracking import MlflowClient
+
+    counts = {"runs": 0, "experiments": 0}
+    for kind, name in (("runs", "search_runs"), ("experiments", "search_experiments")):
+        original = getattr(MlflowClient, name)
+
+        def counted(self, *args, _kind=kind, _original=original, **kwargs):
+            counts[_kind] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(MlflowClient, name, counted)
+    return counts
+
+
+async def test_a_poll_with_nothing_new_searches_nothing_and_every_change_shows_on_the_next(
+    runs, notebook, mlflow_client, searches
+):
+    # Given a notebook with a running run, polled once by the panel (since the run started)
+    experiment_id = mlflow_client.create_experiment(f"changes-{uuid.uuid4().hex}")
+    tags = {"air.notebook_path": os.environ["JPY_SESSION_NAME"], "air.source": "distributed"}
+    start = int(time.time() * 1000)
+    running = mlflow_client.create_run(experiment_id, start_time=start, tags=tags).info.run_id
+    first = await runs(notebook=notebook, since=start, limit=200)
+    assert [(r["run_id"], r["status"]) for r in first["runs"]] == [(running, "RUNNING")]
+
+    # When it polls again and nothing was written to the store
+    searched = dict(searches)
+    again = await runs(notebook=notebook, since=start, limit=200)
+    # Then it gets the same answer without searching the store
+    assert again == first and searches == searched
+
+    # When the run logs a metric, Then the next poll shows it
+    mlflow_client.log_metric(running, "train_loss", 0.5)
+    assert (await runs(notebook=notebook, since=start, limit=200))["runs"][0]["metrics"] == {"train_loss": 0.5}
+    # When it ends, Then the next poll shows it ended
+    mlflow_client.set_terminated(running, end_time=start + 1)
+    assert (await runs(notebook=notebook, since=start, limit=200))["runs"][0]["status"] == "FINISHED"
+    # When the notebook starts a run in a brand-new experiment, Then the next poll shows it at once
+    newer = mlflow_client.create_experiment(f"changes-new-{uuid.uuid4().hex}")
+    new_run = mlflow_client.create_run(newer, start_time=start + 2, tags=tags).info.run_id
+    listed = await runs(notebook=notebook, since=start, limit=200)
+    assert [r["run_id"] for r in listed["runs"]] == [new_run, running]
+    mlflow_client.set_terminated(new_run, end_time=start + 3)  # the module's other tests share the store
+
+
+async def test_identical_concurrent_polls_share_one_search(runs, notebook, mlflow_client, searches, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from jupyter_air.tracking.runs_query import RunsQuery
+
+    # Given a notebook's run, and a server whose searches wait until every poll below has reached it
+    experiment_id = mlflow_client.create_experiment(f"shared-{uuid.uuid4().hex}")
+    tags = {"air.notebook_path": os.environ["JPY_SESSION_NAME"], "air.source": "magic"}
+    start = int(time.time() * 1000)
+    run_id = mlflow_client.create_run(experiment_id, start_time=start, tags=tags).info.run_id
+    mlflow_client.set_terminated(run_id, end_time=start + 1)
+    before = dict(searches)
+    one = await runs(notebook=notebook, since=start - 1, limit=200)
+    per_poll = searches["runs"] - before["runs"]
+    polls, arrived, everyone_in = 5, [], threading.Event()
+    notebook_query, search = RunsQuery.notebook, MlflowClient.search_runs
+
+    def arriving(self, *args, **kwargs):
+        if kwargs.get("wait", True):  # a poll that may search (not the look for a kept answer that comes first)
+            arrived.append(1)
+            if len(arrived) == polls:
+                everyone_in.set()
+        return notebook_query(self, *args, **kwargs)
+
+    def held(self, *args, **kwargs):
+        everyone_in.wait(30)
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunsQuery, "notebook", arriving)
+    monkeypatch.setattr(MlflowClient, "search_runs", held)
+    counted = searches["runs"]
+
+    # When 5 panels poll the same query at once
+    answers = await asyncio.gather(*(runs(notebook=notebook, since=start, limit=200) for _ in range(polls)))
+
+    # Then they all get the same answer, made by as many searches as one poll makes
+    assert [r["run_id"] for r in answers[0]["runs"]] == [r["run_id"] for r in one["runs"]] == [run_id]
+    assert all(answer == answers[0] for answer in answers) and len(arrived) == polls
+    assert searches["runs"] - counted == per_poll

@@ -56,13 +56,14 @@ dist: install
 	$(PY) -m build --no-isolation --outdir dist .
 
 # The linters first: a finding fails `make test` (and CI) before any suite runs. Then the Python tests beside the
-# others (each target's output shown whole once it ends).
+# TypeScript, wheel and docs builds (each target's output shown whole once it ends), then the browser tests, whose
+# Ray cluster would compete with the Python tests' for this machine's cores.
 test: install chromium
 	$(MAKE) lint
 	$(MAKE) -j 2 --output-sync=target test-py test-other
+	$(MAKE) test-ui
 
 test-other: test-js test-dist docs
-	$(MAKE) test-ui
 
 lint: lint-py lint-js
 

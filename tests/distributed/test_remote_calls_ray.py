@@ -1,0 +1,125 @@
+"""A remote call on a real Ray cluster on loopback: its driver runs as a Ray Job that outlives the process that
+submitted it, and ``attach`` from another process returns its results by rank."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+from ray_cluster import agent_processes
+
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver"), pytest.mark.timeout(900)]
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+#: A notebook's remote call, as a script: 2 ranks on each of 2 nodes, which wait for the test to let them end.
+SUBMITTER = textwrap.dedent(
+    """\
+    import sys
+
+    from jupyter_air import distributed
+
+    started, release, address = sys.argv[1:]
+
+
+    @distributed(gpus=2, nodes=2, ray_address=address, experiment="remote-ray")
+    def train(scale):
+        import os, pathlib, time
+
+        rank = int(os.environ["RANK"])
+        pathlib.Path(started + str(rank)).touch()
+        while not pathlib.Path(release).exists():
+            time.sleep(0.1)
+        print(f"done on node {os.environ['GROUP_RANK']}", flush=True)
+        return rank * scale
+
+
+    train.distributed(10, remote=True)
+    """
+)
+
+
+def _until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert time.monotonic() < deadline, f"no {what} after {timeout:.0f} s"
+        time.sleep(0.2)
+    return found
+
+
+def _job_processes(job_run_id: str) -> list[psutil.Process]:
+    """Live processes of the job on any node: its supervisor (its command line names the job) and what it started
+    (they carry AIR_JOB_RUN_ID), plus any node actor's processes (ranks, fork servers, guards)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            marked = proc.environ().get("AIR_JOB_RUN_ID") == job_run_id
+            if (marked or job_run_id in " ".join(proc.info["cmdline"] or [])) and proc.status() != "zombie":
+                found.append(proc)
+    return found + agent_processes()
+
+
+def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray_cluster, store, runs_of, tmp_path):
+    from ray.job_submission import JobSubmissionClient
+
+    from jupyter_air import attach
+    from jupyter_air.workloads.jobs import Jobs
+
+    # Given a process that makes a remote call on 2 nodes of the cluster, whose 4 ranks run until released
+    started, release = tmp_path / "started", tmp_path / "release"
+    (tmp_path / "submit.py").write_text(SUBMITTER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    submitter = subprocess.Popen(
+        [sys.executable, "submit.py", str(started), str(release), ray_cluster.address],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        (job,) = _until(lambda: Jobs().list(active_only=False, experiment_name="remote-ray"), 300, "job")
+        _until(lambda: all(pathlib.Path(f"{started}{r}").exists() for r in range(4)), 420, "4 running ranks")
+        _until(lambda: Jobs().get(job.job_run_id).status == "RUNNING", 60, "RUNNING job")
+
+        # When the submitter goes away while the job runs
+        submitter.kill()
+        submitter.wait(30)
+    finally:
+        if submitter.poll() is None:
+            submitter.kill()
+            submitter.wait(30)
+    ray_jobs = JobSubmissionClient(ray_cluster.dashboard_url)
+    running = ray_jobs.get_job_status(job.job_run_id).value
+    # And another process attaches to it, and its ranks are let end
+    release.touch()
+    shown = io.StringIO()
+    with contextlib.redirect_stdout(shown):
+        results = attach(job.job_run_id)
+
+    # Then the call ran as a Ray Job (submission id = the job run id) that kept running without its submitter
+    assert job.executor == "ray-job" and job.num_nodes == 2
+    assert running == "RUNNING", submitter.stderr.read().decode()
+    assert ray_jobs.get_job_info(job.job_run_id).metadata["air.job_run_id"] == job.job_run_id
+    # And attach returned every rank's result by global rank, and showed the ranks' lines of both nodes
+    assert results == [0, 10, 20, 30]
+    assert "rank 0: finished: done on node 0" in shown.getvalue(), shown.getvalue()
+    assert "rank 3: finished: done on node 1" in shown.getvalue(), shown.getvalue()
+    # And the job, Ray's job and the call's run all ended well; the run is tagged with the job
+    ended = Jobs().get(job.job_run_id)
+    assert ended.status == "SUCCEEDED", ended.error
+    _until(lambda: ray_jobs.get_job_status(job.job_run_id).value == "SUCCEEDED", 60, "SUCCEEDED from Ray")
+    (run,) = runs_of("remote-ray")
+    assert run.info.status == "FINISHED" and run.data.tags["air.job_run_id"] == job.job_run_id
+    assert (run.data.tags["air.nodes"], run.data.tags["air.world_size"]) == ("2", "4")
+    # And no process of the call is left on any node: supervisor, node actors, ranks
+    with contextlib.suppress(AssertionError):
+        _until(lambda: not _job_processes(job.job_run_id), 60, "end of the job's processes")
+    assert _job_processes(job.job_run_id) == []

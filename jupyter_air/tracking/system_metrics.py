@@ -13,8 +13,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
 _JOIN_TIMEOUT_SECONDS = 10.0
-#: Least span a CPU utilization sample covers: a shorter one (the final sample just after a periodic one) is left out.
-_MIN_CPU_SPAN_SECONDS = 0.5
+#: Seconds a CPU sample waits when no clock tick passed since the last one (a call stopped just after it started).
+_CPU_TICK_SECONDS = 0.02
 
 
 def busy_percent(before, after) -> float | None:
@@ -45,16 +45,21 @@ class HostMetrics:
         network = psutil.net_io_counters()
         self._network_start = (network.bytes_recv / 1e6, network.bytes_sent / 1e6)
         self._network: dict[str, float] = {}
-        self._cpu = (time.monotonic(), psutil.cpu_times())
+        self._cpu = psutil.cpu_times()
+        self._primed = False
 
     def collect_metrics(self) -> None:
         psutil = self._psutil
-        now = (time.monotonic(), psutil.cpu_times())
-        if now[0] - self._cpu[0] >= _MIN_CPU_SPAN_SECONDS:
-            busy = busy_percent(self._cpu[1], now[1])
+        if self._primed:  # the first collect (priming the others) leaves the CPU baseline where sampling began
+            now = psutil.cpu_times()
+            busy = busy_percent(self._cpu, now)
+            if busy is None:  # no clock tick since the last sample
+                time.sleep(_CPU_TICK_SECONDS)
+                busy = busy_percent(self._cpu, now := psutil.cpu_times())
             if busy is not None:
                 self._samples["cpu_utilization_percentage"].append(busy)
-            self._cpu = now
+                self._cpu = now
+        self._primed = True
         memory = psutil.virtual_memory()
         disk = psutil.disk_usage(os.sep)
         for name, value in (

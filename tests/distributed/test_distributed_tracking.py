@@ -170,12 +170,17 @@ def test_system_metrics_keep_sampling_after_a_worker_ends_the_run(store):
     store.set_terminated(run.info.run_id, "FINISHED")
     source = FakeGpuSource()
 
-    # When it samples for about a second
+    # When it samples until three CPU samples are logged (a second or two; longer on a busy machine)
+    def cpu_history():
+        return store.get_metric_history(run.info.run_id, "system/node_0/cpu_utilization_percentage")
+
     with SystemMetrics(run.info.run_id, interval_seconds=0.2, node_id="node_0", gpu_source=source):
-        time.sleep(1.0)
+        deadline = time.monotonic() + 120
+        while len(cpu_history()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     # Then several samples were logged regardless of the run's status, under MLflow's names
-    history = store.get_metric_history(run.info.run_id, "system/node_0/cpu_utilization_percentage")
+    history = cpu_history()
     assert len(history) >= 3
     assert [m.step for m in history] == list(range(len(history)))
     metrics = store.get_run(run.info.run_id).data.metrics

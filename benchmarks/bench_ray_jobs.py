@@ -1,5 +1,6 @@
-"""Jobs as Ray Jobs on a local cluster: submit -> RUNNING through air's one job path vs a bare ``submit_job``, and
-cancel of a 2-node job.
+"""Jobs as Ray Jobs on a local cluster: submit -> RUNNING through air's one job path vs a bare ``submit_job``, a
+remote no-op call (``.distributed(remote=True)``, a Ray Job) vs the same call driven by this process, and cancel
+of a 2-node job.
 
 Everything runs on this machine's loopback (a head with the job server and 2 worker nodes), side by side: each
 round submits the same no-op workload once each way, so load from elsewhere hits both alike. The bare submission
@@ -9,6 +10,8 @@ what air's path (validation, the job store, pinning the driver to this node) add
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import statistics
@@ -97,6 +100,33 @@ def submit_to_running(cluster: LocalCluster, folder: Path) -> None:
     print(_row("  ... until the job is RUNNING in air (command started on 2 nodes)", running, baseline))
 
 
+def noop() -> None:
+    """The function both calls run: nothing, so only the way there and back is measured."""
+
+
+def remote_vs_local(cluster: LocalCluster) -> None:
+    import cloudpickle
+
+    from jupyter_air import distributed
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the nodes cannot import this module
+    # gpus=None: one rank per node of a cluster without GPUs, here and in the Ray Job
+    call = distributed(noop, nodes=2, ray_address=cluster.address, experiment="bench-ray-jobs")
+    timed: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(ROUNDS + 1):
+        for remote in (False, True):
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):  # the run card, as text
+                results = call.distributed(remote=remote)
+            assert results == [None, None], results
+            if round_:  # round 0 warms up: this process joins the cluster, the local call's actors start
+                timed[remote].append(time.perf_counter() - started)
+    local = statistics.median(timed[False])
+    print(f"a no-op call on 2 nodes x 1 rank, call -> results, {ROUNDS} rounds (baseline: this process drives it):")
+    print(_row(".distributed(): this process drives the nodes (their actors kept)", timed[False], local))
+    print(_row(".distributed(remote=True): a Ray Job drives them, new actors", timed[True], local))
+
+
 def cancel_two_nodes(cluster: LocalCluster, folder: Path) -> None:
     from jupyter_air.workloads.jobs import Jobs
 
@@ -134,6 +164,7 @@ def main() -> None:
                 cluster.add_node(gpus=0, cpus=2)
             cluster.wait_for_nodes()
             submit_to_running(cluster, folder)
+            remote_vs_local(cluster)
             cancel_two_nodes(cluster, folder)
         finally:
             cluster.shutdown()

@@ -72,9 +72,12 @@ lint-py:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# Two workers (the Ray tests all on one of them), then the tests that must run alone.
+# PYTEST_WORKERS=2 (or more, on a machine with more cores) runs the Python tests on pytest-xdist workers, the Ray
+# tests all on one of them; on 2 cores one process is steadier (timing-bound tests meet fewer stalls). Then the
+# tests that must run alone.
+PYTEST_WORKERS ?= 0
 test-py:
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m 'not gpu and not dist and not alone'
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m 'not gpu and not dist and not alone'
 	$(PY) -m pytest -q -m alone
 
 test-js:

@@ -127,7 +127,6 @@ class ClusterGpu:
         self._error: str | None = None
         self._open_checked = False
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-ray")
-        self._round: tuple[tuple, asyncio.Future] | None = None  # what the round in flight asks, and its answer
 
     async def answer(self, node_id: str | None, since_ms: int | None, refresh: bool) -> tuple[dict, Snapshot, list]:
         """``(node summary, its samples after since_ms, every node's summary)`` for ``node_id`` (default: the
@@ -229,22 +228,6 @@ class ClusterGpu:
         ).remote(index, *self._settings)
 
     async def _fan_in(self, chosen: _Node | None, since_ms: int | None, refresh: bool) -> Snapshot | None:
-        """``chosen``'s answer from a round that asks every node, or None when it is unreachable.
-
-        One round at a time: a request asking what the round in flight asks shares its answer (the panels' polls
-        mostly do), another one waits for it to end and starts the next (a node is never asked twice at once).
-        """
-        question = (chosen.id if chosen is not None else None, since_ms, refresh)
-        while self._round is not None and not self._round[1].done():
-            asked, answer = self._round
-            if asked == question:
-                return await asyncio.shield(answer)
-            await asyncio.wait([answer])
-        answer = asyncio.ensure_future(self._ask(chosen, since_ms, refresh))
-        self._round = (question, answer)
-        return await asyncio.shield(answer)
-
-    async def _ask(self, chosen: _Node | None, since_ms: int | None, refresh: bool) -> Snapshot | None:
         """Ask every reachable node for its newest sample (``chosen`` for its samples after ``since_ms``) in one
         round; returns ``chosen``'s answer, or None when it is unreachable."""
         self._harvest()  # late answers to earlier rounds: those nodes are back

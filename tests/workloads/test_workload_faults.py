@@ -71,7 +71,10 @@ def test_a_full_disk_ends_the_job_with_that_reason_and_the_cli_says_so_in_one_li
     # And the attempt's MLflow run is FAILED with the reason, saying why its output was not uploaded
     from mlflow.tracking import MlflowClient
 
-    run = MlflowClient(f"sqlite:///{air.home / 'mlflow.db'}").get_run(job["mlflow_run_id"])
+    client = MlflowClient(f"sqlite:///{air.home / 'mlflow.db'}")
+    deadline = time.monotonic() + 60  # the supervisor ends the run just after recording the job's reason
+    while (run := client.get_run(job["mlflow_run_id"])).info.status == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert run.info.status == "FAILED"
     assert "No space left on device" in run.data.tags["air.error"] and "not uploaded" in run.data.tags["air.error"]
     air.assert_no_processes()

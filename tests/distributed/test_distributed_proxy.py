@@ -141,30 +141,7 @@ async def test_run_link_opens_through_the_jupyter_server_and_refuses_cross_site_
 
 
 #: Stands in for MLflow on the Unix socket: answers every request with the path and headers it received.
-ECHO_SERVER = r"""
-import json, os, socketserver, sys
-from http.server import BaseHTTPRequestHandler
-
-class Echo(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps({"path": self.path, "headers": dict(self.headers)}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    do_POST = do_GET
-
-    def log_message(self, *args):
-        pass
-
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    def get_request(self):
-        request, _ = super().get_request()
-        return request, ("local", 0)
-
-Server(sys.argv[1], Echo).serve_forever()
-"""
+ECHO_SERVER = Path(__file__).with_name("echo_server.py")
 
 
 @pytest.fixture
@@ -172,7 +149,7 @@ def echo_instead_of_mlflow(jp_serverapp, monkeypatch):
     """A server that echoes what it receives, on a Unix socket in a 0700 folder, stands in for the MLflow UI."""
     folder = Path(tempfile.mkdtemp(prefix="echo-"))
     socket = folder / "echo.sock"
-    echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(socket)])
+    echo = subprocess.Popen([sys.executable, str(ECHO_SERVER), str(socket)])
     deadline = time.monotonic() + 60
     while not socket.exists():
         assert echo.poll() is None and time.monotonic() < deadline, "the echo server did not start"

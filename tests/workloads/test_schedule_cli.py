@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 
 from workload_helpers import write_workload
@@ -68,18 +70,44 @@ def test_run_now_submits_one_job_and_refuses_a_second_while_it_runs(air, tmp_pat
     assert [j["job_run_id"] for j in listed] == [fire["job_run_id"]]
 
 
-def test_two_schedulers_fire_each_due_time_once_and_one_killed_loses_nothing(air, tmp_path, mlflow_client):
-    # Given a schedule every 10 s and two `air scheduler` drivers on one AIR_HOME
+def jupyter_server(air, folder):
+    """A real Jupyter server on AIR_HOME, on a Unix socket, checking jobs and schedules every second."""
+    socket = folder / "jupyter.sock"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--ServerApp.sock={socket}"]
+        + ["--JupyterAir.job_check_interval_seconds=1", "--JupyterAir.gpu_source=none"]
+        + ["--JupyterAir.mlflow_ui_autostart=False"],
+        env=air.env,
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not socket.exists():
+        assert server.poll() is None and time.monotonic() < deadline, "the Jupyter server did not start"
+        time.sleep(0.2)
+    return server
+
+
+def test_two_schedulers_and_a_jupyter_server_fire_each_due_time_once_and_one_killed_loses_nothing(
+    air, tmp_path, mlflow_client
+):
+    # Given a schedule every 10 s, and on one AIR_HOME a Jupyter server and two `air scheduler` drivers
     path = scheduled(tmp_path, "*/10 * * * * ?", max_concurrent_runs=20)
     air("run", "-f", str(path), check=True)
+    server = jupyter_server(air, tmp_path)
     drivers = [air.popen("scheduler"), air.popen("scheduler")]
 
-    # When they run for about 35 s, one of them killed half way
+    # When they run for about 35 s, one of the schedulers killed half way, and the server alone for 10 s more
     time.sleep(17 + (5 - time.time()) % 10)  # halfway between two due times: no submission under way
     drivers[0].kill()
     time.sleep(18)
     drivers[1].send_signal(signal.SIGTERM)
     outputs = [d.communicate(timeout=30)[0] for d in drivers]
+    time.sleep(10 + (5 - time.time()) % 10)
+    server.send_signal(signal.SIGTERM)
+    server_log = server.communicate(timeout=60)[1]
 
     # Then every due time while they ran fired exactly one job, whichever driver claimed it
     assert drivers[1].returncode == 0
@@ -89,7 +117,8 @@ def test_two_schedulers_fire_each_due_time_once_and_one_killed_loses_nothing(air
     assert all(f["outcome"] == "SUBMITTED" for f in fires), fires
     jobs = air.json("list", "--schedule", "nightly-cli", "--all-status")
     assert sorted(j["job_run_id"] for j in jobs) == sorted(f["job_run_id"] for f in fires)
-    assert sum(len(o.splitlines()) for o in outputs) == len(fires)
+    by_server = server_log.count("schedule nightly-cli fired: SUBMITTED")
+    assert by_server >= 1 and sum(len(o.splitlines()) for o in outputs) + by_server == len(fires), server_log
     # And each job's run carries the schedule and its own fire time
     scheduled_times = set()
     for job in jobs:

@@ -12,18 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from workload_helpers import Air, write_workload
+from workload_helpers import Air, embedded, write_workload
 
 from jupyter_air.cli import main
 
 FULL = "is full (No space left on device)"
-
-
-def embedded(home: Path) -> Air:
-    """An `Air` on AIR_HOME with the embedded MLflow store (no MLFLOW_TRACKING_URI), as a user has it."""
-    air = Air(home, tracking_uri="")
-    air.env.pop("MLFLOW_TRACKING_URI")
-    return air
 
 
 @pytest.fixture

@@ -102,6 +102,13 @@ def write_workload(folder: Path, name: str = "workload.yaml", **fields) -> Path:
     return path
 
 
+def embedded(home: Path) -> Air:
+    """An `Air` on AIR_HOME with the embedded MLflow store (no MLFLOW_TRACKING_URI), as a user has it."""
+    air = Air(home, tracking_uri="")
+    air.env.pop("MLFLOW_TRACKING_URI")
+    return air
+
+
 def make_air(home: Path, tracking_uri: str):
     """An `Air` for `home` that, on teardown, fails if any of its processes is left (and kills them)."""
     air = Air(home, tracking_uri)

@@ -104,8 +104,8 @@ class JupyterAir(ExtensionApp):
         help="Seconds between two checks that the supervisors of running `air` jobs and the kernels of notebook runs "
         "under AIR_HOME are alive; a job whose supervisor died (killed, out of memory) is marked FAILED, its workload "
         "stopped and its MLflow run ended, and a run whose kernel died is ended FAILED, within this time. Each check "
-        "also fires the schedules that are due (a fire starts up to this late). 0 turns the check off (the next "
-        "`air` command still checks jobs; `air scheduler` fires schedules).",
+        "also fires the schedules that are due, and a schedule due before the next check wakes one at its fire time. "
+        "0 turns the check off (the next `air` command still checks jobs; `air scheduler` fires schedules).",
     )
 
     idle_holder_minutes = Float(

@@ -8,6 +8,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
+from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
 from jupyter_air.training.options import from_magic
 from jupyter_air.training.options import magic_arguments as run_options
 
@@ -112,7 +113,7 @@ class AirMagics(Magics):
         options = _options(parse_argstring(self.air_run, line))
         source = self.shell.transform_cell(cell)
         filename = register_source(source, "air_run")
-        tags = {"air.source": "magic", "air.function": "air_run cell", "air.gpus": "0", "air.world_size": "1"}
+        tags = {SOURCE_TAG: "magic", FUNCTION_TAG: "air_run cell", GPUS_TAG: "0", WORLD_SIZE_TAG: "1"}
         with (
             tracked_run(
                 experiment=options.experiment,

@@ -9,7 +9,7 @@ import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from tornado.ioloop import PeriodicCallback
+from tornado.ioloop import IOLoop, PeriodicCallback
 
 #: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
 #: between two looks at whether the UI still runs.
@@ -23,7 +23,8 @@ UI_KEEP_ALIVE_SECONDS = 60.0
 class JobChecks:
     """Every ``interval_seconds``, on a worker thread: reap the jobs under AIR_HOME whose supervisor is gone, fire
     the schedules that are due (one driver among any number: each fire time is claimed once), and end the runs of
-    kernels that died mid-run.
+    kernels that died mid-run. A schedule due before the next check wakes a check at its due time, so fires start
+    on time whatever the interval.
 
     The one place a server reaps jobs (the panel's reads never do); the `air` command does it where no server runs.
     A problem that lasts (a damaged job database, a full disk) is logged once, in one line, then again every
@@ -35,26 +36,52 @@ class JobChecks:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jupyter-air-jobs")
         self._running: Future | None = None
         self._jobs = None  # the Jobs of AIR_HOME, kept: its job store stays open once the database exists
+        self._interval = interval_seconds
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
+        self._loop: IOLoop | None = None
+        self._wake: object | None = None  # the timeout of a check at the next due time
+        self._again = False
         self._problem: str | None = None
         self._reported_at = 0.0
 
     def start(self) -> None:
+        self._loop = IOLoop.current()
         self._callback.start()
+        self._loop.add_callback(self._check)  # schedules due at start-up fire now, not one interval later
 
     def stop(self) -> None:
         self._callback.stop()
+        if self._wake is not None:
+            self._loop.remove_timeout(self._wake)
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _wake_at(self, due_ms: int) -> None:
+        """Check at ``due_ms`` (a schedule's next fire time) when that comes before the next periodic check."""
+        if self._wake is not None:
+            self._loop.remove_timeout(self._wake)
+            self._wake = None
+        delay = max(0.0, due_ms / 1000 - time.time())
+        if delay < self._interval and self._callback.is_running():
+            self._wake = self._loop.call_later(delay, self._check)
 
     def _check(self) -> None:
         if self._running is not None and not self._running.done():
-            return  # the previous check (stopping a workload, uploading its logs) is still at work
+            self._again = True  # the previous check (stopping a workload, uploading its logs) is still at work
+            return
+        self._again = False
         self._running = self._executor.submit(self._reap)
+        self._running.add_done_callback(lambda _: self._loop.add_callback(self._check_again))
+
+    def _check_again(self) -> None:
+        """A check asked for while the previous one ran (a schedule's due time among them) runs once it ends."""
+        if self._again and self._callback.is_running():
+            self._check()
 
     def _reap(self) -> None:
         from .home import UnusableDatabase, air_home_path
         from .tracking.stops import reap_dead_runs
         from .workloads.jobs import Jobs
+        from .workloads.schedules import Schedules
         from .workloads.tick import tick
 
         home = air_home_path()
@@ -65,6 +92,9 @@ class JobChecks:
                 self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
             for fire in tick(self._jobs):  # after the reap: a dead job no longer counts against max_concurrent_runs
                 self.log.info("jupyter_air: schedule %s fired: %s %s", fire.name, fire.outcome, fire.job_run_id or "")
+            due = Schedules(self._jobs).next_due_ms()
+            if due is not None:
+                self._loop.add_callback(self._wake_at, due)
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
             if (home / "jobs").is_dir():

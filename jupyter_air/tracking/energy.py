@@ -7,9 +7,10 @@ import os
 import re
 from collections.abc import Sequence
 
+from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG
+
 #: Values of the tag ``air.energy_method``: NVML's counter (Volta and newer), or the integral of sampled power.
 COUNTER, INTEGRAL = "nvml_energy_counter", "power_integral"
-METHOD_TAG, EXCLUSIVE_TAG = "air.energy_method", "air.energy_exclusive"
 #: The run's GPU energy, summed over its GPUs (and over nodes, under ``system/``), in watt-hours.
 TOTAL_METRIC = "total_energy_watt_hours"
 _JOULES_PER_WATT_HOUR = 3600.0
@@ -102,10 +103,10 @@ def sum_nodes(client, run_id: str) -> None:
     total = watt_hours(sum(m.value for m in joules))
     timestamp = max(m.timestamp for m in joules)
     tags = {}
-    methods = {v for k, v in data.tags.items() if _NODE_TAG.fullmatch(k) and k.startswith(METHOD_TAG)}
+    methods = {v for k, v in data.tags.items() if _NODE_TAG.fullmatch(k) and k.startswith(ENERGY_METHOD_TAG)}
     if methods:
-        tags[METHOD_TAG] = methods.pop() if len(methods) == 1 else "mixed"
-    exclusive = [v for k, v in data.tags.items() if _NODE_TAG.fullmatch(k) and k.startswith(EXCLUSIVE_TAG)]
+        tags[ENERGY_METHOD_TAG] = methods.pop() if len(methods) == 1 else "mixed"
+    exclusive = [v for k, v in data.tags.items() if _NODE_TAG.fullmatch(k) and k.startswith(ENERGY_EXCLUSIVE_TAG)]
     if exclusive:
-        tags[EXCLUSIVE_TAG] = "false" if "false" in exclusive else "true"
+        tags[ENERGY_EXCLUSIVE_TAG] = "false" if "false" in exclusive else "true"
     client.log_batch(run_id, metrics=[Metric(f"system/{TOTAL_METRIC}", total, timestamp, 0)], tags=tags)

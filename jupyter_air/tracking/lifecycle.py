@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from jupyter_air.tracking.naming import ERROR_TAG
+
 #: MLflow's limits (``mlflow.utils.validation``): key length, param and tag value length.
 MAX_KEY_CHARS = 250
 MAX_PARAM_VALUE_CHARS = 6000
@@ -26,7 +28,6 @@ SYSTEM_METRICS_INTERVAL_ENV = "AIR_SYSTEM_METRICS_INTERVAL_SECONDS"
 DEFAULT_SYSTEM_METRICS_INTERVAL_SECONDS = 10.0
 #: Final statuses, and the tag that holds the root cause of a FAILED or KILLED run.
 FINISHED, FAILED, KILLED = "FINISHED", "FAILED", "KILLED"
-ERROR_TAG = "air.error"
 
 log = logging.getLogger(__name__)
 

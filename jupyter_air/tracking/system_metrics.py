@@ -9,6 +9,8 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 
+from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
+
 log = logging.getLogger(__name__)
 
 #: Seconds ``stop()`` waits for the sampling thread before logging the final sample anyway.
@@ -217,7 +219,7 @@ class SystemMetrics:
             # Label where GPU figures came from: simulated ones must never pass for real hardware. Each node of a
             # multi-node run has its own tags (nodes writing one tag at once would race in a SQLite store).
             self._client.log_batch(
-                self.run_id, tags={self._tag("air.gpu_source"): self._gpu_source.name, **self._energy_tags()}
+                self.run_id, tags={self._tag(GPU_SOURCE_TAG): self._gpu_source.name, **self._energy_tags()}
             )
         self._collect()  # the first logged values then cover the interval, not the time since the monitors were made
         for monitor in self._monitors:
@@ -240,13 +242,11 @@ class SystemMetrics:
         return f"{name}.{self.node_id}" if self.node_id else name
 
     def _energy_tags(self, final: bool = False) -> dict[str, str]:
-        from jupyter_air.tracking.energy import EXCLUSIVE_TAG, METHOD_TAG
-
         if self._energy is None or not self._energy.gpus:
             return {}
-        tags = {self._tag(METHOD_TAG): self._energy.method}
+        tags = {self._tag(ENERGY_METHOD_TAG): self._energy.method}
         if final:
-            tags[self._tag(EXCLUSIVE_TAG)] = str(self._energy.exclusive).lower()
+            tags[self._tag(ENERGY_EXCLUSIVE_TAG)] = str(self._energy.exclusive).lower()
         return tags
 
     def _loop(self) -> None:

@@ -10,6 +10,7 @@ import time
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.run_card.card import card_mode
 from jupyter_air.run_card.starting import StartingCard
+from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
 from jupyter_air.training import remote, runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
@@ -54,7 +55,7 @@ def run_distributed(
         from jupyter_air import warmup
 
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
-        tags = {"air.source": source, "air.function": name or getattr(function, "__qualname__", repr(function))}
+        tags = {SOURCE_TAG: source, FUNCTION_TAG: name or getattr(function, "__qualname__", repr(function))}
         params = runs.call_params(function, args, kwargs) if params is None else params
         if options.remote:
             job_run_id = remote.submit(function, args, kwargs, options, tags, params)
@@ -89,7 +90,7 @@ def _prepare(
     if not Launcher.get().ready.done():
         starting.waiting("waiting for its fork server to import PyTorch (once per kernel)")
     world_size, gpu_count = world_size_for(options.gpus)
-    tags.update({"air.gpus": str(gpu_count), "air.world_size": str(world_size)})
+    tags.update({GPUS_TAG: str(gpu_count), WORLD_SIZE_TAG: str(world_size)})
     return Call(payload, call_context(), NodePlace(world_size))
 
 
@@ -108,8 +109,8 @@ def _run_tracked(
                 experiment=options.experiment,
                 run_name=options.run_name,
                 tags=tags,
-                world_size=int(tags["air.world_size"]),
-                gpus=int(tags["air.gpus"]) // call.nodes,
+                world_size=int(tags[WORLD_SIZE_TAG]),
+                gpus=int(tags[GPUS_TAG]) // call.nodes,
                 nodes=call.nodes,
                 starting=starting,
             )

@@ -21,6 +21,7 @@ from jupyter_air.cluster import node_run
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import NodeGroup, bundle, describe_bundle
+from jupyter_air.tracking.naming import GPUS_TAG, NODES_TAG, RAY_ADDRESS_TAG, WORLD_SIZE_TAG, call_logs_folder
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
 from jupyter_air.training.kept import Kept
@@ -105,10 +106,10 @@ class ClusterCall:
             self.group.close()
             raise
         self.tags = {
-            "air.nodes": str(self.nodes),
-            "air.gpus": str(gpus * self.nodes),
-            "air.world_size": str(nproc * self.nodes),
-            "air.ray_address": self.address,
+            NODES_TAG: str(self.nodes),
+            GPUS_TAG: str(gpus * self.nodes),
+            WORLD_SIZE_TAG: str(nproc * self.nodes),
+            RAY_ADDRESS_TAG: self.address,
         }
 
     def _launch(self, ray, nproc: int) -> None:
@@ -197,7 +198,7 @@ class ClusterCall:
 
     def log_files(self) -> dict[str, dict[int, Path]]:
         """``{artifact folder: {global rank: local copy of the log}}``: ``logs/node_<n>/rank_<r>.log``."""
-        return {f"logs/node_{node}": dict(logs) for node, logs in enumerate(self._logs)}
+        return {call_logs_folder(node): dict(logs) for node, logs in enumerate(self._logs)}
 
     # What only a call makes of the nodes' answers.
 
@@ -215,7 +216,7 @@ class ClusterCall:
         info = self.group.infos[node]
         return NodeLost(
             f"{info.describe()} was lost during the call: {reason}. The ranks of every other node were stopped; "
-            f"look at logs/node_{node} for its last output.",
+            f"look at {call_logs_folder(node)} for its last output.",
             node=node,
         )
 

@@ -17,6 +17,7 @@ import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field
 
+from jupyter_air.tracking.naming import call_logs_folder
 from jupyter_air.training.call_process import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
 from jupyter_air.training.launcher import Launcher
@@ -202,7 +203,7 @@ class Call:
 
     def log_files(self) -> dict[str, dict[int, pathlib.Path]]:
         """``{artifact folder: {global rank: log file}}`` of every rank of the call."""
-        return {f"logs/node_{self.place.node_rank}": {r: self.log_path(r) for r in self.place.ranks}}
+        return {call_logs_folder(self.place.node_rank): {r: self.log_path(r) for r in self.place.ranks}}
 
     def release(self, overrides: dict[str, str]) -> None:
         """Let the ranks run with this process's environment plus ``overrides`` (and the launcher's rank variables)."""
@@ -281,8 +282,8 @@ class Call:
                 failures=failures,
             )
         return DistributedError(
-            f"rank {rank} {describe_exit(exitcode)} without raising a Python exception"
-            f" (os._exit, a crash or a signal); its output is in logs/node_{self.place.node_rank}/rank_{rank}.log",
+            f"rank {rank} {describe_exit(exitcode)} without raising a Python exception (os._exit, a crash or a "
+            f"signal); its output is in {call_logs_folder(self.place.node_rank)}/rank_{rank}.log",
             rank=rank,
             node=self._node,
             exitcode=exitcode,

@@ -17,6 +17,7 @@ from collections import OrderedDict
 
 from jupyter_air.run_card.card import RunCard, card_mode
 from jupyter_air.run_card.starting import StartingCard
+from jupyter_air.tracking.naming import GPUS_TAG, JOB_TAG, REMOTE_TAG, WORLD_SIZE_TAG
 from jupyter_air.training import runs
 from jupyter_air.training.call_runner import CONTEXT, OUTCOME, PAYLOAD, RESULTS
 from jupyter_air.training.errors import CallDetached, DistributedError
@@ -42,7 +43,7 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
         compute["ray_address"] = options.ray_address
     else:
         world_size, gpus = world_size_for(options.gpus)
-        tags = {**tags, "air.gpus": str(gpus), "air.world_size": str(world_size)}
+        tags = {**tags, GPUS_TAG: str(gpus), WORLD_SIZE_TAG: str(world_size)}
         compute, call["world_size"] = {"num_accelerators": gpus}, world_size
     path = runs.notebook_path()
     source = path or runs.script_name()
@@ -59,7 +60,7 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
         "parameters": params,
         "env_variables": {},
         "code_source": {"root_path": os.getcwd()},
-        "tags": {**runs.source_tags(), **tags, "air.remote": "true"},
+        "tags": {**runs.source_tags(), **tags, REMOTE_TAG: "true"},
         "call": call,
     }
     files = {PAYLOAD: payload, CONTEXT: json.dumps(call_context()).encode()}
@@ -150,9 +151,9 @@ def _job_of_run(run_id: str, remote_only: bool = False) -> str | None:
         tags = tracker().get_run(run_id).data.tags
     except TrackingError:
         return None
-    if remote_only and tags.get("air.remote") != "true":
+    if remote_only and tags.get(REMOTE_TAG) != "true":
         return None
-    return tags.get("air.job_run_id")
+    return tags.get(JOB_TAG)
 
 
 def remember(run_id: str, card: RunCard | None, results: list | None, exc: BaseException | None) -> None:
@@ -171,10 +172,10 @@ def _card(job, run_id: str, starting: StartingCard) -> RunCard | None:
 
     tracking = tracker(job.tracking_uri)
     tags = dict(tracking.get_run(run_id).data.tags)
-    if "air.world_size" not in tags:  # a cluster call says it once its nodes are placed
+    if WORLD_SIZE_TAG not in tags:  # a cluster call says it once its nodes are placed
         return None
     header = header_from_run(
-        tracking, run_id, world_size=int(tags["air.world_size"]), gpus=int(tags.get("air.gpus", 0)), nodes=job.num_nodes
+        tracking, run_id, world_size=int(tags[WORLD_SIZE_TAG]), gpus=int(tags.get(GPUS_TAG, 0)), nodes=job.num_nodes
     )
     card = RunCard(CardState(header), MetricReader(tracking, run_id), card_mode(), stoppable=True)
     card.show(starting.handle)

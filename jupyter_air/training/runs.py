@@ -11,6 +11,7 @@ from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.tracking import naming
 from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
+from jupyter_air.tracking.naming import NOTEBOOK_TAG
 from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 
 
@@ -99,7 +100,7 @@ def source_tags() -> dict[str, str]:
     return {
         "mlflow.source.name": path or script_name(),
         "mlflow.source.type": "NOTEBOOK" if path else "LOCAL",
-        **({"air.notebook_path": path} if path else {}),
+        **({NOTEBOOK_TAG: path} if path else {}),
         naming.NODE_TAG: naming.node_name(),
         "mlflow.user": naming.run_user(),
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+from jupyter_air.tracking.naming import attempt_logs_folder
+
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
@@ -72,7 +74,7 @@ def _take_over(store: JobStore, job: Job, status: str, reason: str) -> None:
             run = ManagedRun.adopt(attempt.mlflow_run_id, job.tracking_uri)
             for node in range(job.num_nodes):
                 directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, node)
-                run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt.attempt}/node_{node}")
+                run.upload(sorted(directory.glob("*")), attempt_logs_folder(attempt.attempt, node))
             run.end(status, reason)
         except Exception as exc:  # noqa: BLE001 - the job state is already right; say what is left to do
             log.warning("Could not mark MLflow run %s %s: %s", attempt.mlflow_run_id, status, exc)

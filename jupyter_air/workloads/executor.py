@@ -19,6 +19,7 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import open_private
+from jupyter_air.tracking.naming import EXPERIMENT_TAG, JOB_TAG, USER_TAG
 
 from . import ray_jobs
 from .records import Job, now_ms
@@ -146,7 +147,7 @@ class RayJobExecutor(RayExecutor):
         with open_private(job_dir / ENVIRONMENT_FILE) as f:  # tracking credentials included: owner-only
             f.write(json.dumps(passed).encode())
         open_private(job_dir / "supervisor.log").close()  # owner-only before Ray's shell appends to it
-        metadata = {"air.job_run_id": job.job_run_id, "air.experiment_name": job.experiment_name, "air.user": job.user}
+        metadata = {JOB_TAG: job.job_run_id, EXPERIMENT_TAG: job.experiment_name, USER_TAG: job.user}
         argv = supervisor_argv(job.job_run_id, str(store.home))
         url = ray_jobs.submit(job.job_run_id, job_dir, argv, job.workload["compute"]["ray_address"], metadata)
         store.update(job.job_run_id, ray_job_url=url, ray_status="PENDING")

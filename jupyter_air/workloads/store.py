@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_air.home import private_dir, private_file, unusable_database
+from jupyter_air.tracking.naming import SCHEDULE_TAG
 from jupyter_air.workloads.records import ACTIVE, Attempt, Job, job_from_row, now_ms
 
 _SCHEMA = """
@@ -84,7 +85,7 @@ CREATE TABLE IF NOT EXISTS schedule_fires (
 """
 
 #: Job filters that are no column of their own: the schedule that fired a job is a tag of its workload.
-_DERIVED = {"schedule": """json_extract(workload, '$.tags."air.schedule"')"""}
+_DERIVED = {"schedule": f"""json_extract(workload, '$.tags."{SCHEDULE_TAG}"')"""}
 
 
 #: Columns added after the first release: created in databases made before them.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
+from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, attempt_logs_folder
 
 from .executor import ENVIRONMENT_FILE, executor_for
 from .records import Job, now_ms
@@ -158,8 +159,8 @@ class Supervisor:
 
         spec = job.workload
         tags = {
-            "air.job_run_id": self.job_run_id,
-            "air.attempt": str(attempt),
+            JOB_TAG: self.job_run_id,
+            ATTEMPT_TAG: str(attempt),
             NODE_TAG: node_name(),
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
@@ -222,7 +223,7 @@ class Supervisor:
         else:
             try:
                 for index, directory in enumerate(node.log_dirs):
-                    run.upload(sorted(directory.glob("*")), f"logs/attempt_{attempt}/node_{index}")
+                    run.upload(sorted(directory.glob("*")), attempt_logs_folder(attempt, index))
             except Exception as exc:
                 if not disk_full(exc, self.store.home):
                     raise

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from jupyter_air.tracking.naming import SCHEDULE_TAG, SCHEDULED_TIME_TAG
+
 from .cron import as_ms, iso, next_fires, previous_fire
 from .jobs import Jobs, SubmitError
 from .records import ACTIVE, Fire, Schedule, now_ms, schedule_from_row
@@ -18,7 +20,7 @@ STALE_SUBMIT_SECONDS = 300
 KEEP_FIRES = 100
 #: Missed fire times counted one by one; past this, a catch-up fire stands for "more".
 MAX_COUNTED = 10_000
-_TAG = """json_extract(workload, '$.tags."air.schedule"')"""
+_TAG = f"""json_extract(workload, '$.tags."{SCHEDULE_TAG}"')"""
 
 
 class Busy(RuntimeError):
@@ -113,7 +115,7 @@ def _active(db: sqlite3.Connection, schedule: Schedule) -> list[str]:
         f"SELECT job_run_id, workload FROM jobs WHERE status IN ({','.join('?' * len(ACTIVE))}) AND {_TAG} = ?",
         (*ACTIVE, schedule.name),
     ).fetchall()
-    times = {json.loads(r["workload"])["tags"].get("air.scheduled_time") for r in rows}
+    times = {json.loads(r["workload"])["tags"].get(SCHEDULED_TIME_TAG) for r in rows}
     busy = [r["job_run_id"] for r in rows]
     pending = db.execute(
         "SELECT scheduled_ms, fired_ms FROM schedule_fires WHERE name = ? AND outcome = 'SUBMITTING'",
@@ -166,7 +168,7 @@ def fired_workload(schedule: Schedule, scheduled_ms: int) -> dict:
     when = iso(scheduled_ms, schedule.timezone)
     spec = dict(schedule.workload)
     spec["mlflow_run_name"] = f"{spec.get('mlflow_run_name') or spec['experiment_name']} {when}"
-    spec["tags"] = {**spec.get("tags", {}), "air.schedule": schedule.name, "air.scheduled_time": when}
+    spec["tags"] = {**spec.get("tags", {}), SCHEDULE_TAG: schedule.name, SCHEDULED_TIME_TAG: when}
     return spec
 
 

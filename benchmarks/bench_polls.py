@@ -21,7 +21,7 @@ from tornado.simple_httpclient import HTTPTimeoutError
 
 from benchmarks.bench_experiment import NOTEBOOK, fill_store, start_server
 from benchmarks.bench_gpu import TOKEN, _percentile
-from jupyter_air.handlers import MAX_EPOCH_MS  # a since later than every sample: the answer holds none
+from jupyter_air.server.handlers import MAX_EPOCH_MS  # a since later than every sample: the answer holds none
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Pollers per route, each polling every EVERY_SECONDS with a random phase (the Experiment panel's interval

@@ -30,6 +30,6 @@ def _jupyter_labextension_paths():
 
 
 def _jupyter_server_extension_points():
-    from .extension import JupyterAir
+    from .server.extension import JupyterAir
 
     return [{"module": "jupyter_air", "app": JupyterAir}]

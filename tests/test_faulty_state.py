@@ -11,7 +11,7 @@ import psutil
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_air.server_tasks import JobChecks
+from jupyter_air.server.tasks import JobChecks
 
 GARBAGE = 64 << 10
 

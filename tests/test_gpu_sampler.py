@@ -8,13 +8,13 @@ import pytest
 from fake_pynvml import FakeGpu, FakeNvml
 from traitlets import TraitError
 
-from jupyter_air.extension import JupyterAir
 from jupyter_air.gpu.history import History
 from jupyter_air.gpu.host import HostReading
 from jupyter_air.gpu.nvml import NvmlSource
 from jupyter_air.gpu.sampler import Sampler
 from jupyter_air.gpu.sources import open_source
 from jupyter_air.gpu.types import Reading
+from jupyter_air.server.extension import JupyterAir
 
 
 def test_history_keeps_timestamps_strictly_increasing():

@@ -9,7 +9,7 @@ import sys
 def test_import_does_not_load_heavy_modules():
     # Given a fresh interpreter
     code = (
-        "import sys, jupyter_air, jupyter_air.extension; "
+        "import sys, jupyter_air, jupyter_air.server.extension; "
         "print(sorted(m for m in ('mlflow', 'torch', 'pynvml', 'ray', 'ipywidgets') if m in sys.modules))"
     )
     # When the package and the server extension are imported
@@ -20,7 +20,7 @@ def test_import_does_not_load_heavy_modules():
 
 def test_entry_points():
     import jupyter_air
-    from jupyter_air.extension import JupyterAir
+    from jupyter_air.server.extension import JupyterAir
 
     assert jupyter_air._jupyter_labextension_paths() == [{"src": "labextension", "dest": "jupyter-air"}]
     assert jupyter_air._jupyter_server_extension_points() == [{"module": "jupyter_air", "app": JupyterAir}]

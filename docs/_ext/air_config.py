@@ -34,7 +34,7 @@ def anchor(cls_name: str, trait_name: str) -> str:
 
 
 class ServerConfig(GeneratedMarkdown):
-    """``{air-server-config} jupyter_air.extension.JupyterAir``: a section per option the class defines
+    """``{air-server-config} jupyter_air.server.extension.JupyterAir``: a section per option the class defines
     (``config=True``); with ``:summary:``, a table of them instead."""
 
     required_arguments = 1

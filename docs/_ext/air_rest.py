@@ -45,7 +45,7 @@ def _verb_function(cls: type, verb: str):
 def all_routes() -> dict[str, type]:
     """``{"/jupyter-air/gpu": GpuHandler, ...}``: the patterns ``JupyterAir.initialize_handlers`` registers, their
     groups named after the verb's parameters."""
-    from jupyter_air.extension import JupyterAir
+    from jupyter_air.server.extension import JupyterAir
 
     app = JupyterAir()
     app.mlflow_socket = Path("/nonexistent/mlflow.sock")  # the routes do not depend on it

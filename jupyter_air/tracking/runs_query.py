@@ -15,21 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from jupyter_air.home import AirHomeError
+from jupyter_air.tracking import naming
 from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
 from jupyter_air.tracking.links import page_links, ui_root
-from jupyter_air.tracking.naming import (
-    ATTEMPT_TAG,
-    ERROR_TAG,
-    FUNCTION_TAG,
-    GPUS_TAG,
-    JOB_TAG,
-    NODE_TAG,
-    NOTEBOOK_TAG,
-    SOURCE_TAG,
-    WORLD_SIZE_TAG,
-    default_experiment_name,
-    node_name,
-)
+from jupyter_air.tracking.naming import JOB_TAG, NODE_TAG, NOTEBOOK_TAG, SOURCE_TAG, default_experiment_name, node_name
 from jupyter_air.tracking.store import sqlite_path, store_errors
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -209,18 +198,18 @@ def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
         "start_ms": info.start_time,
         "end_ms": info.end_time,
         "source": source_of(tags),
-        "function": tags.get(FUNCTION_TAG),
+        "function": tags.get(naming.FUNCTION_TAG),
         "job_run_id": tags.get(JOB_TAG),
-        "attempt": _int(tags.get(ATTEMPT_TAG)),
-        "world_size": _int(tags.get(WORLD_SIZE_TAG)),
-        "gpus": _int(tags.get(GPUS_TAG)),
+        "attempt": _int(tags.get(naming.ATTEMPT_TAG)),
+        "world_size": _int(tags.get(naming.WORLD_SIZE_TAG)),
+        "gpus": _int(tags.get(naming.GPUS_TAG)),
         "nodes": [node] if node else [],
         "metrics": {k: metrics[k] for k in shown},
         "metrics_count": len(metrics),
         "params_count": len(run.data.params),
         "parent_run_id": tags.get(PARENT_TAG),
         "notebook_path": tags.get(NOTEBOOK_TAG),
-        "error": tags.get(ERROR_TAG),
+        "error": tags.get(naming.ERROR_TAG),
         "url": page_links(base_url, info.experiment_id, info.run_id).run,
     }
 

@@ -3,7 +3,7 @@ attempt's link, submitted from a workload file under the server's root, logs rea
 nothing of HTTP; blocking (SQLite, processes): call it off the event loop. The work is the one job path's
 (:class:`~jupyter_air.workloads.jobs.Jobs`).
 
-It never fails a job whose supervisor died: the server's periodic check does (``server_tasks.JobChecks``), so
+It never fails a job whose supervisor died: the server's periodic check does (``server.tasks.JobChecks``), so
 reading the jobs stays a read.
 """
 

@@ -17,7 +17,7 @@ import pytest
 from jupyter_server.utils import url_path_join
 from waiting import eventually
 
-from jupyter_air.server_tasks import UiAutostart
+from jupyter_air.server.tasks import UiAutostart
 
 #: An origin the server's configuration trusts (``ServerApp.allow_origin``), like a hub in front of it.
 TRUSTED_ORIGIN = "https://lab.example.org"

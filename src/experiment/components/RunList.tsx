@@ -89,7 +89,7 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
             {name}
           </span>
         )}
-        {source ? <span className="jp-Air-source-badge">{source}</span> : null}
+        {source ? <span className="jp-Air-badge jp-Air-source-badge">{source}</span> : null}
       </div>
       <div className="jp-Air-run-details">
         <span className={`jp-Air-run-status jp-Air-status-text-${run.status}`}>{status}</span>

@@ -78,11 +78,11 @@ class JobChecks:
             self._check()
 
     def _reap(self) -> None:
-        from .home import UnusableDatabase, air_home_path
-        from .tracking.stops import reap_dead_runs
-        from .workloads.jobs import Jobs
-        from .workloads.schedules import Schedules
-        from .workloads.tick import tick
+        from ..home import UnusableDatabase, air_home_path
+        from ..tracking.stops import reap_dead_runs
+        from ..workloads.jobs import Jobs
+        from ..workloads.schedules import Schedules
+        from ..workloads.tick import tick
 
         home = air_home_path()
         try:
@@ -98,7 +98,7 @@ class JobChecks:
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
             if (home / "jobs").is_dir():
-                from .training.call_runner import forget_old_results
+                from ..training.call_runner import forget_old_results
 
                 for folder in forget_old_results(home / "jobs"):
                     self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
@@ -138,7 +138,7 @@ class UiAutostart:
         self._callback.stop()
 
     async def _check(self) -> None:
-        from .tracking.resident import idle_seconds
+        from ..tracking.resident import idle_seconds
 
         if not self.ui.running:
             await self.ui.start_if_store_exists()
@@ -193,7 +193,7 @@ class IdleHolderChecks:
         self.holders.check(samples, kernels, time.time())
 
     async def _kernels(self) -> list:
-        from .gpu.idle import KernelView
+        from ..gpu.idle import KernelView
 
         sessions = await self.session_manager.list_sessions()
         paths = {s["kernel"]["id"]: s.get("path") for s in sessions if s.get("kernel")}

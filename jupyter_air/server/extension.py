@@ -8,18 +8,18 @@ import time
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 
-from .cluster.address import RAY_ADDRESS_ENV, configured_address
-from .cluster.errors import BadAddress
-from .gpu.cluster import ClusterGpu
-from .gpu.idle import IdleHolders
-from .gpu.sampler import Sampler
-from .gpu.service import GpuService
-from .gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
-from .home import AirHomeError, air_home
-from .programs import path_first
+from ..cluster.address import RAY_ADDRESS_ENV, configured_address
+from ..cluster.errors import BadAddress
+from ..gpu.cluster import ClusterGpu
+from ..gpu.idle import IdleHolders
+from ..gpu.sampler import Sampler
+from ..gpu.service import GpuService
+from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
+from ..home import AirHomeError, air_home
+from ..programs import path_first
+from ..tracking.links import PUBLIC_URL_ENV
 from .routes import handlers
-from .server_tasks import IdleHolderChecks, JobChecks, UiAutostart
-from .tracking.links import PUBLIC_URL_ENV
+from .tasks import IdleHolderChecks, JobChecks, UiAutostart
 
 
 class JupyterAir(ExtensionApp):
@@ -210,8 +210,8 @@ class JupyterAir(ExtensionApp):
     def _start_mlflow_ui(self) -> None:
         """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
         store exists. Socket folders that dead servers left behind are removed now."""
-        from .tracking.resident import remove_stale_folders
-        from .tracking.ui_process import MlflowUi
+        from ..tracking.resident import remove_stale_folders
+        from ..tracking.ui_process import MlflowUi
 
         for folder in remove_stale_folders():
             self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
@@ -227,7 +227,7 @@ class JupyterAir(ExtensionApp):
             self._tasks.append(UiAutostart(self.mlflow_ui))
 
     def initialize_handlers(self) -> None:
-        from .tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
+        from ..tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
 
         self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers())
 

@@ -24,14 +24,14 @@ class PanelHandler(BaseHandler):
 
     @property
     def runs(self):
-        from .tracking.runs_query import RunsQuery
+        from ..tracking.runs_query import RunsQuery
 
         return self.settings.setdefault("jupyter_air_runs", RunsQuery(self.base_url))
 
     @property
     def jobs(self):
-        from .home import air_home_path
-        from .workloads.jobs_view import JobsView
+        from ..home import air_home_path
+        from ..workloads.jobs_view import JobsView
 
         return self.settings.setdefault("jupyter_air_jobs", JobsView(air_home_path(), self.base_url))
 
@@ -55,10 +55,10 @@ class PanelHandler(BaseHandler):
         """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
         workload that cannot be submitted: 400 with every problem in ``errors``), a database it cannot use
         (damaged, a full disk) 503 naming the file and what to do."""
-        from .home import AirHomeError, UnusableDatabase
-        from .tracking.runs_query import QueryError
-        from .workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
-        from .workloads.logs import BadOffset
+        from ..home import AirHomeError, UnusableDatabase
+        from ..tracking.runs_query import QueryError
+        from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
+        from ..workloads.logs import BadOffset
 
         try:
             return await IOLoop.current().run_in_executor(None, function, *args)
@@ -98,7 +98,7 @@ class RunsHandler(PanelHandler):
         notebook = self.get_query_argument("notebook", None)
         from_ms, to_ms = self.epoch_ms_argument("from"), self.epoch_ms_argument("to")
         if notebook and from_ms is None and to_ms is None:
-            from .tracking.runs_query import DEFAULT_LIMIT, MAX_LIMIT
+            from ..tracking.runs_query import DEFAULT_LIMIT, MAX_LIMIT
 
             limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
             query = (self._paths(notebook), self.since(), limit, self.get_query_argument("page_token", None))
@@ -136,7 +136,7 @@ class JobsHandler(PanelHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from .workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
+        from ..workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
 
         limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         self.finish(json.dumps(await self.call(self.jobs.list, limit)))

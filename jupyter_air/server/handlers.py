@@ -8,8 +8,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
-from . import __version__
-from .gpu.service import GpuService, NoSuchNode
+from .. import __version__
+from ..gpu.service import GpuService, NoSuchNode
 
 #: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.
 MAX_EPOCH_MS = 253_402_300_799_999
@@ -101,7 +101,7 @@ class HeldNodesReleaseHandler(BaseHandler):
 
     @tornado.web.authenticated
     async def post(self, pid: str) -> None:
-        from .cluster.held import request_release
+        from ..cluster.held import request_release
 
         if not await IOLoop.current().run_in_executor(None, request_release, int(pid)):
             raise tornado.web.HTTPError(
@@ -128,8 +128,8 @@ class RunOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     async def get(self, run_id: str) -> None:
-        from .home import AirHomeError, UnusableDatabase
-        from .tracking.links import run_page
+        from ..home import AirHomeError, UnusableDatabase
+        from ..tracking.links import run_page
 
         try:
             target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
@@ -145,7 +145,7 @@ class ExperimentOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     def get(self, experiment_id: str) -> None:
-        from .tracking.links import ui_target
+        from ..tracking.links import ui_target
 
         self.redirect(ui_target(self.base_url, experiment_id))
 
@@ -161,7 +161,7 @@ class RunStopHandler(BaseHandler):
 
     @tornado.web.authenticated
     async def post(self, run_id: str) -> None:
-        from .tracking.stops import PartOfJob, request_stop
+        from ..tracking.stops import PartOfJob, request_stop
 
         try:
             requested = await IOLoop.current().run_in_executor(None, request_stop, run_id)
@@ -170,7 +170,7 @@ class RunStopHandler(BaseHandler):
         except PartOfJob as exc:
             raise tornado.web.HTTPError(409, "%s", str(exc)) from None
         if not requested:  # a remote call's card: its job is what stops
-            from .training.remote import cancel_run
+            from ..training.remote import cancel_run
 
             requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
         if not requested:

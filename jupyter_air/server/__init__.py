@@ -1,0 +1,2 @@
+"""The Jupyter server extension: its configuration and start-up (``extension``), its REST handlers and routes, and
+its background tasks."""

@@ -58,3 +58,12 @@ export function formatElapsed(ms: number | null | undefined): string {
     ? `${hours}h ${String(minutes).padStart(2, '0')}m ${secs}s`
     : `${minutes}m ${secs}s`;
 }
+
+/** `0.8686` → `"0.869 Wh"`, `1234.5` → `"1.23 kWh"`: three significant digits; `–` if unknown. */
+export function formatEnergy(wattHours: number | null | undefined): string {
+  if (wattHours === null || wattHours === undefined || !Number.isFinite(wattHours)) {
+    return '–';
+  }
+  const [value, unit] = wattHours >= 1000 ? [wattHours / 1000, 'kWh'] : [wattHours, 'Wh'];
+  return `${Number(value.toPrecision(3))} ${unit}`;
+}

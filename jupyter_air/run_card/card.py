@@ -220,7 +220,7 @@ class RunCard:
             log.debug("reading the metrics of run %s failed", self.state.header.run_id, exc_info=True)
             return
         with self._lock:
-            self.state.set_metrics(metrics)
+            self.state.set_metrics(metrics, self._reader.energy)
 
     def _keep_up_to_date(self) -> None:
         """The card's one thread: metrics every ``METRICS_SECONDS``, an update at most every ``PUSH_SECONDS``."""

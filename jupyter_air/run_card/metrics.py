@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from jupyter_air.run_card.state import MetricSeries
+from jupyter_air.run_card.state import Energy, MetricSeries
+from jupyter_air.tracking.energy import ENERGY_METRIC
+from jupyter_air.tracking.naming import GPU_SOURCE_TAG
 
 #: Metrics a card shows (the most recently logged first) and values its sparklines keep.
 MAX_METRICS = 8
@@ -30,10 +32,17 @@ class MetricReader:
         self.client = client
         self.run_id = run_id
         self._series: dict[str, MetricSeries] = {}
+        #: The run's GPU energy at the last read (logged when it ends), and whether its GPUs were simulated.
+        self.energy: Energy | None = None
 
     def read(self) -> list[MetricSeries]:
         """The run's metrics now, most recently logged first (up to ``MAX_METRICS``)."""
-        latest = [m for m in self.client.get_run(self.run_id).data.metrics if not m.key.startswith(_SYSTEM_PREFIX)]
+        data = self.client.get_run(self.run_id).data
+        total = next((m.value for m in data.metrics if m.key == ENERGY_METRIC), None)
+        if total is not None:
+            simulated = any(k.startswith(GPU_SOURCE_TAG) and v == "simulated" for k, v in data.tags.items())
+            self.energy = Energy(total, simulated)
+        latest = [m for m in data.metrics if not m.key.startswith(_SYSTEM_PREFIX)]
         latest.sort(key=lambda m: (m.timestamp, m.key), reverse=True)
         shown = []
         for metric in latest[:MAX_METRICS]:

@@ -67,6 +67,7 @@ def card_json(state: CardState) -> dict:
         "reason": state.reason,
         "failure": None if failure is None else vars(failure).copy(),
         "metrics": [_metric_json(m) for m in state.metrics],
+        "energy": None if state.energy is None else vars(state.energy).copy(),
         "rows": state.rows(),
         "output": state.output(),
         "dropped_lines": state.dropped_lines(),
@@ -80,6 +81,12 @@ def placement_text(data: dict) -> str:
     ranks, nodes, gpus = data["world_size"], data["nodes"], data["gpus"]
     devices = f"GPU{'s' * (len(gpus) != 1)} {', '.join(gpus)}" if gpus else "CPU"
     return f"{ranks} rank{'s' * (ranks != 1)} on {nodes} node{'s' * (nodes != 1)} · {devices}"
+
+
+def energy_text(energy: dict) -> str:
+    """``GPU energy 0.869 Wh`` (``1.23 kWh`` from 1,000 Wh on), ``(simulated GPUs)`` when they were."""
+    value, unit = (energy["watt_hours"] / 1000, "kWh") if energy["watt_hours"] >= 1000 else (energy["watt_hours"], "Wh")
+    return f"GPU energy {float(f'{value:.3g}'):g} {unit}" + (" (simulated GPUs)" if energy["simulated"] else "")
 
 
 def failure_text(failure: dict) -> str:
@@ -123,6 +130,8 @@ def render_html(data: dict, now_ms: int | None = None) -> str:
         )
     elif data["reason"]:
         parts.append(f'<div class="jp-Air-runCard-reason">{html.escape(data["reason"])}</div>')
+    if data["energy"]:
+        parts.append(f'<div class="jp-Air-runCard-energy">{html.escape(energy_text(data["energy"]))}</div>')
     if data["metrics"]:
         parts.append(
             '<table class="jp-Air-runCard-table jp-Air-runCard-metrics">'
@@ -184,6 +193,8 @@ def render_text(data: dict, now_ms: int | None = None) -> str:
         lines.append(f"  Failed on {failure_text(data['failure'])}")
     elif data["reason"]:
         lines.append(f"  {data['reason']}")
+    if data["energy"]:
+        lines.append(f"  {energy_text(data['energy'])}")
     lines.extend(f"  {m['key']} = {m['value_text']} (step {m['step']})" for m in data["metrics"])
     lines.extend(f"  {r['name']}: {_state_text(r)}: {r['line']}" for r in data["rows"])
     return "\n".join(lines)

@@ -40,6 +40,14 @@ class MetricSeries:
 
 
 @dataclass(frozen=True)
+class Energy:
+    """The run's GPU energy (summed over GPUs and nodes), logged when it ends."""
+
+    watt_hours: float
+    simulated: bool
+
+
+@dataclass(frozen=True)
 class Header:
     """The run and where it runs: fixed for the card's life."""
 
@@ -65,6 +73,7 @@ class CardState:
         self.reason: str | None = None
         self.failure: Failure | None = None
         self.metrics: list[MetricSeries] = []
+        self.energy: Energy | None = None
         self.revision = 0
         self._clock = clock
         ranks = header.world_size if header.kind == "distributed" else 0
@@ -91,8 +100,8 @@ class CardState:
         if lines:
             self.revision += 1
 
-    def set_metrics(self, metrics: list[MetricSeries]) -> None:
-        self.metrics = metrics
+    def set_metrics(self, metrics: list[MetricSeries], energy: Energy | None = None) -> None:
+        self.metrics, self.energy = metrics, energy
         self.revision += 1
 
     def finish(self, status: str, *, reason: str | None = None, failure: Failure | None = None) -> None:

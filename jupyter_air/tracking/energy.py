@@ -13,6 +13,7 @@ from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG
 COUNTER, INTEGRAL = "nvml_energy_counter", "power_integral"
 #: The run's GPU energy, summed over its GPUs (and over nodes, under ``system/``), in watt-hours.
 TOTAL_METRIC = "total_energy_watt_hours"
+ENERGY_METRIC = f"system/{TOTAL_METRIC}"
 _JOULES_PER_WATT_HOUR = 3600.0
 _NODE_JOULES = re.compile(r"system/(?:node_\d+/)?gpu_\d+_energy_joules")
 _NODE_TAG = re.compile(r"air\.energy_(method|exclusive)\.node_\d+")
@@ -95,7 +96,7 @@ def sum_nodes(client, run_id: str) -> None:
 
     data = client.get_run(run_id).data
     latest = {m.key: m for m in data.metrics}
-    if f"system/{TOTAL_METRIC}" in latest:
+    if ENERGY_METRIC in latest:
         return
     joules = [m for key, m in latest.items() if _NODE_JOULES.fullmatch(key)]
     if not joules:
@@ -109,4 +110,4 @@ def sum_nodes(client, run_id: str) -> None:
     exclusive = [v for k, v in data.tags.items() if _NODE_TAG.fullmatch(k) and k.startswith(ENERGY_EXCLUSIVE_TAG)]
     if exclusive:
         tags[ENERGY_EXCLUSIVE_TAG] = "false" if "false" in exclusive else "true"
-    client.log_batch(run_id, metrics=[Metric(f"system/{TOTAL_METRIC}", total, timestamp, 0)], tags=tags)
+    client.log_batch(run_id, metrics=[Metric(ENERGY_METRIC, total, timestamp, 0)], tags=tags)

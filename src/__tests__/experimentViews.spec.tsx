@@ -63,6 +63,32 @@ describe('Experiment views', () => {
     );
   });
 
+  it("shows each run's GPU energy, labelled when its GPUs were simulated, and nothing unmeasured", () => {
+    // Given a run measured on real GPUs, one on simulated GPUs, and one without GPU energy
+    const runs = [
+      { ...makeRun('real', T0), energy_watt_hours: 0.86861 },
+      { ...makeRun('sim', T0 + 1), energy_watt_hours: 1234.5, gpus_simulated: true },
+      makeRun('none', T0 + 2)
+    ];
+    // When rendered
+    dom.render(
+      <RunList
+        runs={runs}
+        childrenOf={() => []}
+        selected={new Set()}
+        onToggle={() => undefined}
+        nowMs={T0 + 10_000}
+        trans={trans}
+      />
+    );
+    // Then each measured run shows its energy in units, the simulated one says so, the other shows none
+    const energy = (id: string) =>
+      dom.container.querySelector(`[data-run-id="${id}"] .jp-Air-run-energy`)?.textContent;
+    expect(energy('real')).toBe('0.869 Wh');
+    expect(energy('sim')).toBe('1.23 kWh simulated');
+    expect(energy('none')).toBeUndefined();
+  });
+
   it('offers Cancel for active jobs only, and opens the log of an attempt', () => {
     const onOpenLogs = vi.fn();
     const onCancel = vi.fn();

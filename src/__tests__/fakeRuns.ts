@@ -34,6 +34,8 @@ export function makeRun(id: string, startMs: number, status: RunStatus = 'FINISH
     parent_run_id: null,
     notebook_path: '/home/alice/train.ipynb',
     error: null,
+    energy_watt_hours: null,
+    gpus_simulated: false,
     url: `/jupyter-air/runs/${id}/open`
   };
 }

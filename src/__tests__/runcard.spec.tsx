@@ -33,6 +33,7 @@ function card(changes: Partial<ICardData> = {}): ICardData {
     ended_ms: null,
     reason: null,
     failure: null,
+    energy: null,
     metrics: [
       { key: 'train_loss', value: 0.25, value_text: '0.25', step: 4, spark: 'M0,1L100,19' }
     ],
@@ -166,6 +167,16 @@ describe('RunCard', () => {
     expect(text('.jp-Air-runCard-output summary')).toBe(
       "Output of every rank; 12 earlier line(s) only in the run's logs/ artifacts"
     );
+  });
+
+  it('shows the GPU energy of a run that ended, saying when its GPUs were simulated', () => {
+    render(card());
+    expect(text('.jp-Air-runCard-energy')).toBeUndefined();
+    const ended = { status: 'FINISHED' as const, ended_ms: STARTED_MS + 5000 };
+    render(card({ ...ended, energy: { watt_hours: 0.86861, simulated: false } }));
+    expect(text('.jp-Air-runCard-energy')).toBe('GPU energy 0.869 Wh');
+    render(card({ ...ended, energy: { watt_hours: 1234.5, simulated: true } }));
+    expect(text('.jp-Air-runCard-energy')).toBe('GPU energy 1.23 kWh (simulated GPUs)');
   });
 });
 

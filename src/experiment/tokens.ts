@@ -55,6 +55,10 @@ export interface IRun {
   parent_run_id: string | null;
   notebook_path: string | null;
   error: string | null;
+  /** GPU energy of the run, summed over GPUs and nodes (null: none measured, e.g. no GPU). */
+  energy_watt_hours: number | null;
+  /** True when the run's GPU figures came from the simulated source. */
+  gpus_simulated: boolean;
   /** Opens the run in the MLflow UI; null when no UI serving the store is known. */
   url: string | null;
 }

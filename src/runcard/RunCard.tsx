@@ -1,8 +1,8 @@
-/** The run card's view: status, links, metrics with sparklines, ranks, output and the Stop button. */
+/** The run card's view: status, links, metrics with sparklines, GPU energy, ranks, output and the Stop button. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatElapsed } from '../format';
+import { formatElapsed, formatEnergy } from '../format';
 import type { ICardData, ICardFailure, ICardMetric, ICardRow, StopState } from './tokens';
 
 export namespace RunCard {
@@ -43,6 +43,13 @@ export function RunCard(props: RunCard.IProps): JSX.Element {
       {data.failure ? <FailureLine failure={data.failure} trans={trans} /> : null}
       {!data.failure && data.reason ? (
         <div className="jp-Air-runCard-reason">{data.reason}</div>
+      ) : null}
+      {data.energy ? (
+        <div className="jp-Air-runCard-energy">
+          {data.energy.simulated
+            ? trans.__('GPU energy %1 (simulated GPUs)', formatEnergy(data.energy.watt_hours))
+            : trans.__('GPU energy %1', formatEnergy(data.energy.watt_hours))}
+        </div>
       ) : null}
       {props.stop.phase === 'error' ? (
         <div className="jp-Air-runCard-stopError">{props.stop.message}</div>

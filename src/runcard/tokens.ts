@@ -54,6 +54,8 @@ export interface ICardData {
   reason: string | null;
   failure: ICardFailure | null;
   metrics: ICardMetric[];
+  /** The run's GPU energy, once it ended and some was measured. */
+  energy: { watt_hours: number; simulated: boolean } | null;
   rows: ICardRow[];
   output: string;
   dropped_lines: number;

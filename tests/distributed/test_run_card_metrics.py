@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+from types import SimpleNamespace
+
 from mlflow.entities import Metric
 
 from jupyter_air.run_card.metrics import MAX_METRICS, MAX_POINTS, MetricReader
@@ -37,3 +40,29 @@ def test_the_latest_metrics_come_first_with_a_thinned_history(store):
     store.log_batch(run_id, metrics=[Metric("train_loss", 0.0005, T0 + 1001, 101)])
     again = reader.read()[0]
     assert len(again.points) == MAX_POINTS and again.points[-1] == 0.0005 and again.points[0] != 1.0
+
+
+def test_a_run_that_ended_shows_its_gpu_energy_saying_when_it_was_simulated(store):
+    from mlflow.entities import RunTag
+
+    from jupyter_air.run_card.card import RunCard, header_for
+    from jupyter_air.run_card.state import CardState
+
+    # Given a run whose simulated GPUs used 0.86861 Wh, as its end logs it
+    run_id = store.create_run(ensure_experiment("card-energy")).info.run_id
+    store.log_batch(
+        run_id,
+        metrics=[Metric("system/total_energy_watt_hours", 0.86861, T0, 0)],
+        tags=[RunTag("air.gpu_source", "simulated")],
+    )
+    run = SimpleNamespace(run_id=run_id, run_name="e", experiment_name="card-energy", url=None, experiment_url=None)
+    header = header_for(run, kind="kernel", world_size=1, gpus=0)
+    printed = io.StringIO()
+    card = RunCard(CardState(header), MetricReader(tracker(), run_id), "text", stoppable=False, out=printed)
+
+    # When its card ends
+    card.finish("FINISHED", None)
+
+    # Then the card says the energy, in units, and that the GPUs were simulated
+    assert "  GPU energy 0.869 Wh (simulated GPUs)" in printed.getvalue().splitlines()
+    assert card.snapshot()["energy"] == {"watt_hours": 0.86861, "simulated": True}

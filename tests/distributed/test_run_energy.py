@@ -133,3 +133,20 @@ def test_simulated_energy_is_labelled_simulated(store, nvml_run, monkeypatch):
     assert data.metrics["system/total_energy_watt_hours"] > 0
     assert data.tags["air.gpu_source"] == "simulated"
     assert data.tags["air.energy_method"] == "power_integral"
+
+
+def test_the_panels_show_each_runs_energy_and_whether_it_was_simulated(store, nvml_run, monkeypatch):
+    from jupyter_air.tracking.runs_query import run_json
+
+    # Given a run measured on NVML's counter, and one on the simulated GPUs
+    _run_for(nvml_run, 0.5)
+    monkeypatch.setenv("JUPYTER_AIR_GPU_SOURCE", "simulated")
+    simulated = ManagedRun.create(nvml_run.experiment_id, run_name="simulated", tags={})
+    _run_for(simulated, 0.5)
+    # When the panels' run JSON is made of each
+    real, fake = (run_json(store.get_run(r.run_id), {}, "/") for r in (nvml_run, simulated))
+    # Then each carries its total energy in watt-hours, and only the simulated one says it was simulated
+    metrics = [store.get_run(r.run_id).data.metrics for r in (nvml_run, simulated)]
+    assert real["energy_watt_hours"] == metrics[0]["system/total_energy_watt_hours"] > 0
+    assert fake["energy_watt_hours"] == metrics[1]["system/total_energy_watt_hours"] > 0
+    assert real["gpus_simulated"] is False and fake["gpus_simulated"] is True

@@ -1,8 +1,8 @@
-/** The notebook's runs: status, name (opens the run), source, duration, last metrics; children nested. */
+/** The notebook's runs: status, name (opens the run), source, duration, GPU energy, last metrics; children nested. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatElapsed } from '../../format';
+import { formatElapsed, formatEnergy } from '../../format';
 import type { IRun } from '../tokens';
 
 export interface IRunListProps {
@@ -99,6 +99,20 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
         {run.world_size !== null && run.world_size > 1 ? (
           <span title={trans.__('Processes (world size)')}>
             {trans.__('%1 ranks', run.world_size)}
+          </span>
+        ) : null}
+        {run.energy_watt_hours !== null ? (
+          <span
+            className="jp-Air-run-energy"
+            title={
+              run.gpus_simulated
+                ? trans.__('GPU energy of the run (simulated GPUs)')
+                : trans.__('GPU energy of the run')
+            }
+          >
+            {run.gpus_simulated
+              ? trans.__('%1 simulated', formatEnergy(run.energy_watt_hours))
+              : formatEnergy(run.energy_watt_hours)}
           </span>
         ) : null}
         {jobRunId && onOpenLogs ? (

@@ -109,6 +109,8 @@ test.describe('Experiment panel', () => {
     await expect(ddp.locator('.jp-Air-source-badge').first()).toHaveText('distributed');
     await expect(ddp.locator('.jp-Air-metric').first()).toHaveText('train_loss 0.125');
     await expect(ddp.locator('.jp-Air-run-duration').first()).toHaveText(/^\d+\.\ds$/);
+    // And the GPU energy its end logged, labelled as the simulated GPUs' it is
+    await expect(ddp.locator('.jp-Air-run-energy').first()).toHaveText(/^[\d.]+ k?Wh simulated$/);
 
     // When the %%air_run cell, which makes a distributed call of its own, runs
     await page.notebook.runCell(1);

@@ -59,7 +59,7 @@ def notebook_sources() -> dict[str, list[str]]:
     """Source lines of code with no file on disk (notebook cells), so worker tracebacks can show them."""
     return {
         name: list(entry[2])
-        for name, entry in list(linecache.cache.items())
+        for name, entry in linecache.cache.copy().items()  # one C call: a warning on another thread may add lines
         if len(entry) == 4 and entry[1] is None and entry[2]
     }
 

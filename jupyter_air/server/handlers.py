@@ -30,26 +30,32 @@ class BaseHandler(APIHandler):
             return
         super().write_error(status_code, **kwargs)
 
-    def epoch_ms_argument(self, name: str) -> int | None:
-        """Query argument ``name`` as epoch milliseconds, None when absent; 400 with how to fix it otherwise."""
+    def int_argument(
+        self, name: str, default: int | None, minimum: int, maximum: int | None = None, accepted: str | None = None
+    ) -> int | None:
+        """Query argument ``name`` as an integer in range, ``default`` when absent; 400 saying what is accepted
+        (``accepted``, or the range) otherwise."""
         value = self.get_query_argument(name, None)
         if value is None or value == "":
-            return None
+            return default
         try:
             parsed = int(value)
         except ValueError:
-            parsed = -1
-        if not 0 <= parsed <= MAX_EPOCH_MS:
-            raise tornado.web.HTTPError(
-                400,
-                "Query parameter %r must be a non-negative integer epoch time in milliseconds, at most %d (the "
-                "end of the year 9999), e.g. %s=1764420000000; got %r.",
-                name,
-                MAX_EPOCH_MS,
-                name,
-                value[:100],
-            )
+            parsed = None
+        if parsed is None or parsed < minimum or (maximum is not None and parsed > maximum):
+            if accepted is None:
+                within = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
+                accepted = f"an integer {within}"
+            raise tornado.web.HTTPError(400, "Query parameter %r must be %s; got %r.", name, accepted, value[:100])
         return parsed
+
+    def epoch_ms_argument(self, name: str) -> int | None:
+        """Query argument ``name`` as epoch milliseconds, None when absent; 400 with how to fix it otherwise."""
+        accepted = (
+            f"a non-negative integer epoch time in milliseconds, at most {MAX_EPOCH_MS} (the end of the year 9999), "
+            f"e.g. {name}=1764420000000"
+        )
+        return self.int_argument(name, None, 0, MAX_EPOCH_MS, accepted)
 
     def since(self) -> int | None:
         return self.epoch_ms_argument("since")

@@ -35,22 +35,6 @@ class PanelHandler(BaseHandler):
 
         return self.settings.setdefault("jupyter_air_jobs", JobsView(air_home_path(), self.base_url))
 
-    def int_argument(self, name: str, default: int, minimum: int, maximum: int | None = None) -> int:
-        """Query argument ``name`` as an integer in range; 400 saying what is accepted otherwise."""
-        value = self.get_query_argument(name, None)
-        if value is None or value == "":
-            return default
-        try:
-            parsed = int(value)
-        except ValueError:
-            parsed = None
-        if parsed is None or parsed < minimum or (maximum is not None and parsed > maximum):
-            accepted = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
-            raise tornado.web.HTTPError(
-                400, "Query parameter %r must be an integer %s, got %r.", name, accepted, value[:100]
-            )
-        return parsed
-
     async def call(self, function, *args):
         """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
         workload that cannot be submitted: 400 with every problem in ``errors``), a database it cannot use

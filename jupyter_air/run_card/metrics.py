@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from jupyter_air.run_card.state import Energy, MetricSeries
-from jupyter_air.tracking.energy import ENERGY_METRIC
-from jupyter_air.tracking.naming import GPU_SOURCE_TAG
+from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 
 #: Metrics a card shows (the most recently logged first) and values its sparklines keep.
 MAX_METRICS = 8
@@ -40,8 +39,7 @@ class MetricReader:
         data = self.client.get_run(self.run_id).data
         total = next((m.value for m in data.metrics if m.key == ENERGY_METRIC), None)
         if total is not None:
-            simulated = any(k.startswith(GPU_SOURCE_TAG) and v == "simulated" for k, v in data.tags.items())
-            self.energy = Energy(total, simulated)
+            self.energy = Energy(total, on_simulated_gpus(data.tags))
         latest = [m for m in data.metrics if not m.key.startswith(_SYSTEM_PREFIX)]
         latest.sort(key=lambda m: (m.timestamp, m.key), reverse=True)
         shown = []

@@ -7,13 +7,20 @@ import os
 import re
 from collections.abc import Sequence
 
-from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG
+from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
 
 #: Values of the tag ``air.energy_method``: NVML's counter (Volta and newer), or the integral of sampled power.
 COUNTER, INTEGRAL = "nvml_energy_counter", "power_integral"
 #: The run's GPU energy, summed over its GPUs (and over nodes, under ``system/``), in watt-hours.
 TOTAL_METRIC = "total_energy_watt_hours"
 ENERGY_METRIC = f"system/{TOTAL_METRIC}"
+
+
+def on_simulated_gpus(tags: dict[str, str]) -> bool:
+    """Whether a run's GPU figures (its energy among them) came from the simulated source, on any of its nodes."""
+    return any(k.startswith(GPU_SOURCE_TAG) and v == "simulated" for k, v in tags.items())
+
+
 _JOULES_PER_WATT_HOUR = 3600.0
 _NODE_JOULES = re.compile(r"system/(?:node_\d+/)?gpu_\d+_energy_joules")
 _NODE_TAG = re.compile(r"air\.energy_(method|exclusive)\.node_\d+")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from jupyter_air.home import AirHomeError
 from jupyter_air.tracking import naming
 from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
-from jupyter_air.tracking.energy import ENERGY_METRIC
+from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import JOB_TAG, NODE_TAG, NOTEBOOK_TAG, SOURCE_TAG, default_experiment_name, node_name
 from jupyter_air.tracking.store import sqlite_path, store_errors
@@ -212,7 +212,7 @@ def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
         "notebook_path": tags.get(NOTEBOOK_TAG),
         "error": tags.get(naming.ERROR_TAG),
         "energy_watt_hours": metrics.get(ENERGY_METRIC),
-        "gpus_simulated": any(k.startswith(naming.GPU_SOURCE_TAG) and v == "simulated" for k, v in tags.items()),
+        "gpus_simulated": on_simulated_gpus(tags),
         "url": page_links(base_url, info.experiment_id, info.run_id).run,
     }
 

@@ -160,13 +160,10 @@ def delete(schedules: Schedules, args: argparse.Namespace) -> int:
 def run_now(schedules: Schedules, args: argparse.Namespace) -> int:
     from jupyter_air.workloads.tick import Busy, run_now
 
-    schedules.get(args.name, fires=0)
     try:
         fire = run_now(schedules.jobs, args.name)
     except Busy as err:
         raise CliError(str(err)) from None
-    except LookupError as err:
-        raise ScheduleNotFound(str(err)) from None
     if args.output == "json":
         output.print_json(fire.to_json())
     elif fire.outcome == "SUBMITTED":

@@ -1,4 +1,5 @@
-"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs.
+"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs,
+schedules (read, pause, resume, run now).
 
 MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
 """
@@ -35,24 +36,33 @@ class PanelHandler(BaseHandler):
 
         return self.settings.setdefault("jupyter_air_jobs", JobsView(air_home_path(), self.base_url))
 
+    @property
+    def schedules(self):
+        from ..workloads.schedules_view import SchedulesView
+
+        return self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.jobs))
+
     async def call(self, function, *args):
         """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
-        workload that cannot be submitted: 400 with every problem in ``errors``), a database it cannot use
-        (damaged, a full disk) 503 naming the file and what to do."""
+        workload that cannot be submitted: 400 with every problem in ``errors``), a job that is not active or a
+        schedule already at its ``max_concurrent_runs`` 409, a database it cannot use (damaged, a full disk) 503
+        naming the file and what to do."""
         from ..home import AirHomeError, UnusableDatabase
         from ..tracking.runs_query import QueryError
         from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
         from ..workloads.logs import BadOffset
+        from ..workloads.schedules import ScheduleNotFound
+        from ..workloads.tick import Busy
 
         try:
             return await IOLoop.current().run_in_executor(None, function, *args)
-        except (JobNotFound, OutOfRange) as err:
+        except (JobNotFound, OutOfRange, ScheduleNotFound) as err:
             raise tornado.web.HTTPError(404, "%s", err.args[0]) from None
         except (QueryError, BadOffset) as err:
             raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
         except SubmitError as err:
             raise Refused(err.args[0], err.problems) from None
-        except NotActive as err:
+        except (NotActive, Busy) as err:
             raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
         except (UnusableDatabase, AirHomeError) as err:
             raise tornado.web.HTTPError(503, "%s", str(err)) from None
@@ -200,3 +210,22 @@ class JobLogDownloadHandler(PanelHandler):
                 self.write(block)
                 await self.flush()
         self.finish()
+
+
+class SchedulesHandler(PanelHandler):
+    """``GET schedules``: every schedule as ``air schedules list -o json`` shows it, with its last fire and that
+    fire's job as ``GET jobs/<id>`` shows it."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.call(self.schedules.list)))
+
+
+class ScheduleActionHandler(PanelHandler):
+    """``POST schedules/<name>/pause``, ``.../resume`` (the schedule), ``.../run-now`` (the fire and its job)."""
+
+    @tornado.web.authenticated
+    async def post(self, name: str, action: str) -> None:
+        view = self.schedules
+        act = {"pause": view.pause, "resume": view.resume, "run-now": view.run_now}[action]
+        self.finish(json.dumps(await self.call(act, name)))

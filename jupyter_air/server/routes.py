@@ -20,6 +20,8 @@ from .panel_handlers import (
     JobLogsHandler,
     JobsHandler,
     RunsHandler,
+    ScheduleActionHandler,
+    SchedulesHandler,
 )
 
 NAMESPACE = "jupyter-air"
@@ -46,6 +48,8 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (rf"/{NAMESPACE}/jobs/([^/]+)/logs", JobLogsHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)/logs/download", JobLogDownloadHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)/cancel", JobCancelHandler),
+        (f"/{NAMESPACE}/schedules", SchedulesHandler),
+        (rf"/{NAMESPACE}/schedules/([^/]+)/(pause|resume|run-now)", ScheduleActionHandler),
     ]
     if not allow_proxy_route:
         routes.append((r"/proxy/(.*)", ProxyRouteOffHandler))

@@ -17,6 +17,9 @@ SHOWN_FIRES = 20
 class ScheduleNotFound(LookupError):
     """No schedule of that name under this AIR_HOME."""
 
+    def __init__(self, name: str, home: object):
+        super().__init__(f"no schedule {name[:250]!r} under AIR_HOME {home}")
+
 
 class Schedules:
     """The schedules in the job store of ``jobs`` (default: ``$AIR_HOME``'s); blocking (SQLite): off event loops."""
@@ -74,7 +77,7 @@ class Schedules:
         """The schedule ``name`` with its latest ``fires``, newest first; raises ScheduleNotFound."""
         found = self.list(name=name, fires=fires)
         if not found:
-            raise ScheduleNotFound(f"no schedule {name[:250]!r} under AIR_HOME {self.jobs.home}")
+            raise ScheduleNotFound(name, self.jobs.home)
         return found[0]
 
     def list(self, name: str | None = None, fires: int = 1) -> list[Schedule]:
@@ -131,7 +134,7 @@ class Schedules:
                 f"UPDATE schedules SET {sets}, updated_ms = ? WHERE name = ?", (*values.values(), now_ms(), name)
             )
         if cur.rowcount != 1:
-            raise ScheduleNotFound(f"no schedule {name[:250]!r} under AIR_HOME {self.jobs.home}")
+            raise ScheduleNotFound(name, self.jobs.home)
 
 
 def upcoming(schedule: Schedule, count: int = 3, now: int | None = None) -> list[int]:

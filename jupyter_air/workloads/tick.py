@@ -11,6 +11,7 @@ from jupyter_air.tracking.naming import SCHEDULE_TAG, SCHEDULED_TIME_TAG
 from .cron import as_ms, iso, next_fires, previous_fire
 from .jobs import Jobs, SubmitError
 from .records import ACTIVE, Fire, Schedule, now_ms, schedule_from_row
+from .schedules import ScheduleNotFound
 
 #: A fire time found later than this counts as missed (no driver ran then): the schedule's ``catchup`` decides.
 LATE_SECONDS = 60
@@ -60,12 +61,12 @@ def tick(jobs: Jobs, now: int | None = None) -> list[Fire]:
 
 def run_now(jobs: Jobs, name: str, now: int | None = None) -> Fire:
     """Fire schedule ``name`` once now, paused or not (its timetable is unchanged); raises Busy when it has
-    ``max_concurrent_runs`` jobs active, LookupError when there is no such schedule."""
+    ``max_concurrent_runs`` jobs active, ScheduleNotFound when there is no such schedule."""
     now = now_ms() if now is None else now
     with jobs.store.transaction(immediate=True) as db:
         row = db.execute("SELECT * FROM schedules WHERE name = ?", (name,)).fetchone()
         if row is None:
-            raise LookupError(f"no schedule {name[:250]!r} under AIR_HOME {jobs.home}")
+            raise ScheduleNotFound(name, jobs.home)
         schedule = schedule_from_row(row, [])
         busy = _active(db, schedule)
         if len(busy) >= schedule.max_concurrent_runs:

@@ -39,16 +39,19 @@ describe('ExperimentModel', () => {
     // When the panel is shown
     model.setVisible(true);
     await advance(0);
-    // Then it read the first page of runs and the jobs, newest run first
+    // Then it read the first page of runs, the jobs and the schedules, newest run first
     expect(server.requests).toEqual([
       `GET runs?notebook=${encodeURIComponent(NOTEBOOK)}&limit=50`,
-      'GET jobs'
+      'GET jobs',
+      'GET schedules'
     ]);
     expect(model.runs.map(r => r.run_id)).toEqual(['b', 'a']);
     expect(model.jobs.map(j => j.job_run_id)).toEqual(['job-1']);
-    // And with nothing running it reads only the job list, once per poll interval (5 s)
+    // And with nothing running it reads only the jobs and schedules, once per poll interval (5 s)
     await advance(60 * SECOND);
-    expect(server.requests.slice(2)).toEqual(Array.from({ length: 12 }, () => 'GET jobs'));
+    expect(server.requests.slice(3)).toEqual(
+      Array.from({ length: 12 }, () => ['GET jobs', 'GET schedules']).flat()
+    );
     // When the panel is hidden, Then it reads nothing more
     model.setVisible(false);
     await advance(5 * SECOND);
@@ -119,10 +122,10 @@ describe('ExperimentModel', () => {
     await advance(5 * SECOND);
     const count = server.calls.length;
     await advance(60 * SECOND);
-    // Then after the first load only the jobs were read, one request per poll
+    // Then after the first load only the jobs and schedules were read, one request each per poll
     expect(server.requests.filter(r => r.startsWith('GET runs'))).toHaveLength(1);
     expect(server.requests.filter(r => r === 'GET jobs').length).toBeGreaterThanOrEqual(4);
-    expect(server.calls.length - count).toBe(12);
+    expect(server.calls.length - count).toBe(24);
     expect(model.jobs[0].status).toBe('SUCCEEDED');
   });
 

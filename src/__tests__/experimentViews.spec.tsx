@@ -170,6 +170,7 @@ describe('Experiment views', () => {
         onOpenUrl={onOpenUrl}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onScheduleAction={() => undefined}
         onCopy={() => undefined}
         trans={trans}
       />
@@ -204,6 +205,7 @@ describe('Experiment views', () => {
         onOpenUrl={() => undefined}
         onOpenLogs={() => undefined}
         onCancelJob={() => undefined}
+        onScheduleAction={() => undefined}
         onCopy={() => undefined}
         trans={trans}
       />

@@ -6,6 +6,7 @@ import {
   IRun,
   IRunsPayload,
   IRunWindowPayload,
+  ISchedule,
   JobStatus,
   RunStatus
 } from '../experiment/tokens';
@@ -76,7 +77,31 @@ export function makeJob(id: string, status: JobStatus = 'RUNNING'): IJob {
   };
 }
 
-/** Runs per notebook path, jobs, and logs; records every request. */
+export function makeSchedule(name: string, lastJob: IJob | null = null): ISchedule {
+  const fire = lastJob && {
+    scheduled_ms: T0,
+    fired_ms: T0 + 4,
+    outcome: 'SUBMITTED',
+    job_run_id: lastJob.job_run_id,
+    reason: null,
+    windows: 1,
+    manual: false
+  };
+  return {
+    name,
+    quartz_cron_expression: '0 0 2 * * ?',
+    timezone_id: 'Europe/Lisbon',
+    pause_status: 'UNPAUSED',
+    catchup: 'once',
+    max_concurrent_runs: 1,
+    next_fire_ms: T0 + 86_400_000,
+    experiment_name: name,
+    last_fire: fire,
+    last_job: lastJob
+  };
+}
+
+/** Runs per notebook path, jobs, schedules and logs; records every request. */
 export class FakeRunsServer {
   runs = new Map<string, IRun[]>();
   jobs: IJob[] = [];
@@ -85,6 +110,9 @@ export class FakeRunsServer {
   /** Attempts that have ended, by job. */
   ended = new Set<string>();
   windowRuns: IRun[] = [];
+  schedules: ISchedule[] = [];
+  /** Run now answers 409 with this while set (the schedule's job already runs). */
+  busy: string | null = null;
   /**
    * What `POST jobs` answers for each workload path: the job it starts (then listed by `GET jobs`), or
    * the errors of the file (a 400); a path not here answers 400 "no such file".
@@ -142,6 +170,13 @@ export class FakeRunsServer {
     if (path === 'jobs') {
       return { jobs: this.jobs };
     }
+    if (path === 'schedules') {
+      return { schedules: this.schedules };
+    }
+    const action = /^schedules\/([^/]+)\/(pause|resume|run-now)$/.exec(path);
+    if (action && method === 'POST') {
+      return this.actOn(decodeURIComponent(action[1]), action[2]);
+    }
     const cancel = /^jobs\/([^/]+)\/cancel$/.exec(path);
     if (cancel && method === 'POST') {
       const job = this.jobs.find(j => j.job_run_id === decodeURIComponent(cancel[1]));
@@ -155,6 +190,29 @@ export class FakeRunsServer {
       return this.logChunk(decodeURIComponent(logs[1]), params);
     }
     throw new RequestError(`jupyter-air/${path} answered 404`, 'unavailable', 404);
+  }
+
+  private actOn(name: string, action: string): unknown {
+    const schedule = this.schedules.find(s => s.name === name);
+    if (!schedule) {
+      throw new RequestError(
+        `jupyter-air/schedules answered 404: no schedule '${name}'`,
+        'server',
+        404
+      );
+    }
+    if (action !== 'run-now') {
+      schedule.pause_status = action === 'pause' ? 'PAUSED' : 'UNPAUSED';
+      schedule.next_fire_ms = action === 'pause' ? null : T0 + 86_400_000;
+      return schedule;
+    }
+    if (this.busy) {
+      throw new RequestError(`jupyter-air/schedules answered 409: ${this.busy}`, 'server', 409);
+    }
+    const job = makeJob(`job-of-${name}-${this.jobs.length}`, 'PENDING');
+    this.jobs = [job, ...this.jobs];
+    Object.assign(schedule, makeSchedule(name, job), { pause_status: schedule.pause_status });
+    return { fire: { ...schedule.last_fire!, manual: true }, job };
   }
 
   private submit(path: string): IJob {

@@ -9,6 +9,7 @@ import { JobList } from '../experiment/components/JobList';
 import { RunList } from '../experiment/components/RunList';
 import { WorkloadErrors } from '../experiment/components/WorkloadErrors';
 import { ExperimentModel } from '../experiment/model';
+import { jobStarted } from '../experiment/jobs';
 import type { IJob } from '../experiment/tokens';
 import { requestAPI, RequestError } from '../request';
 import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
@@ -118,8 +119,8 @@ describe('Submitting a workload file', () => {
       await model.submitWorkload('a.yaml');
       await model.submitWorkload('b.yaml');
       const started = { a: null as boolean | null, b: null as boolean | null };
-      void model.jobStarted('job-a').then(value => (started.a = value));
-      void model.jobStarted('job-b').then(value => (started.b = value));
+      void jobStarted(model, 'job-a').then(value => (started.a = value));
+      void jobStarted(model, 'job-b').then(value => (started.b = value));
       await vi.advanceTimersByTimeAsync(5000);
       expect(started).toEqual({ a: null, b: null });
       // When job a's first attempt starts and job b fails before it had one

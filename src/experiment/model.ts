@@ -1,4 +1,4 @@
-/** The Experiment panel's model: the followed notebook's runs and the `air` jobs, one poll of the server. */
+/** The Experiment panel's model: the followed notebook's runs, the `air` jobs and schedules, one poll of the server. */
 import { PollingModel } from '../pollingModel';
 import type { Requester } from '../request';
 import { compareUrl, mergeRuns, pollSince, topLevelRuns } from './runs';
@@ -9,8 +9,12 @@ import {
   IJob,
   IJobsPayload,
   IRun,
+  IRunNowAnswer,
   IRunsPayload,
-  ISubmitWorkload
+  ISchedule,
+  ISchedulesPayload,
+  ISubmitWorkload,
+  ScheduleAction
 } from './tokens';
 
 /** What the panel's header shows. */
@@ -21,10 +25,11 @@ const PAGE_SIZE = 50;
 const CHANGES_LIMIT = 200;
 
 /**
- * Holds the runs of the followed notebook and the `air` jobs (see `PollingModel` for when it pauses).
+ * Holds the runs of the followed notebook, the `air` jobs and schedules (see `PollingModel` for when it
+ * pauses).
  *
- * It polls while the panel is visible. Each poll reads the job list (a job started from a terminal
- * shows within one interval); the runs only while something may change them: a run is running, or the
+ * It polls while the panel is visible. Each poll reads the jobs and the schedules (a job started from a
+ * terminal, or fired by a schedule, shows within one interval); the runs only while something may change them: a run is running, or the
  * notebook's kernel is busy (a cell may be starting a run), and once after. After the first page of
  * runs, a poll asks only for the runs that changed (`since` = the oldest start among the runs still
  * running, or the newest start held), so a long list costs one small answer per poll.
@@ -74,6 +79,11 @@ export class ExperimentModel extends PollingModel {
 
   get jobs(): IJob[] {
     return this._jobs;
+  }
+
+  /** The schedules, by name. */
+  get schedules(): ISchedule[] {
+    return this._schedules;
   }
 
   /** The latest answer about the notebook (its default experiment, the MLflow UI's address). */
@@ -175,31 +185,26 @@ export class ExperimentModel extends PollingModel {
     return job;
   }
 
-  /**
-   * Resolves `true` once the job has an attempt (so a log to follow), as the job list shows it; `false`
-   * if it ends, or leaves the list, without one.
-   */
-  jobStarted(jobRunId: string): Promise<boolean> {
-    return new Promise(resolve => {
-      const check = () => {
-        const job = this._jobs.find(held => held.job_run_id === jobRunId);
-        const started = !!job && job.attempts.length > 0;
-        if (started || !job || !ACTIVE_JOB_STATUSES.includes(job.status)) {
-          this.changed.disconnect(check);
-          resolve(started);
-        }
-      };
-      this.changed.connect(check);
-      check();
-    });
-  }
-
   /** Cancel an active job (the server answers once it has ended) and reload. */
   async cancelJob(jobRunId: string): Promise<void> {
     await this.serialized(async () => {
       await this.request(`jobs/${encodeURIComponent(jobRunId)}/cancel`, { method: 'POST' });
     });
     await this.refresh();
+  }
+
+  /**
+   * Pause, resume or fire now (`run-now`, paused or not) the schedule `name`, then reload; answers the
+   * server's answer (`IRunNowAnswer` for a fire, whose job is then shown: `revealedJob`). Rejects with the server's `RequestError` (e.g. 409 while
+   * its jobs already run at its `max_concurrent_runs`).
+   */
+  async actOnSchedule<T>(name: string, action: ScheduleAction): Promise<T> {
+    const endpoint = `schedules/${encodeURIComponent(name)}/${action}`;
+    const answer = await this.serialized(() => this.request<T>(endpoint, { method: 'POST' }));
+    const fired = (answer as Partial<IRunNowAnswer>).job;
+    this._revealedJob = fired ? fired.job_run_id : this._revealedJob;
+    await this.refresh();
+    return answer;
   }
 
   protected get inactivityTimeoutSeconds(): number {
@@ -218,7 +223,7 @@ export class ExperimentModel extends PollingModel {
 
   /**
    * Read what may have changed: the runs while one runs or a cell runs (and once after), or on a full
-   * reload or a refresh; the jobs every time.
+   * reload or a refresh; the jobs and schedules every time.
    */
   protected async fetch(refresh: boolean): Promise<void> {
     const full = refresh || this._fullReload;
@@ -231,6 +236,7 @@ export class ExperimentModel extends PollingModel {
       await this._fetchRuns(path, full || this._runsPayload === null);
     }
     this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
+    this._schedules = (await this._get<ISchedulesPayload>('schedules')).schedules;
     this._loaded = true;
     this.emitChanged();
   }
@@ -272,6 +278,7 @@ export class ExperimentModel extends PollingModel {
   private _notebookPath: string | null = null;
   private _runs: IRun[] = [];
   private _revealedJob: string | null = null;
+  private _schedules: ISchedule[] = [];
   private _runsPayload: IRunsPayload | null = null;
   private _settings: IExperimentSettings;
 }

@@ -162,5 +162,50 @@ export interface ILogChunk {
   text: string;
 }
 
+/** One due time of a schedule and what became of it. */
+export interface IScheduleFire {
+  scheduled_ms: number;
+  fired_ms: number;
+  /** `SUBMITTED`, `SKIPPED` or `FAILED` (see `reason`); `SUBMITTING` while its job is being submitted. */
+  outcome: string;
+  job_run_id: string | null;
+  reason: string | null;
+  /** Due times this fire stands for (more than 1: a catch-up of missed ones). */
+  windows: number;
+  /** Fired by Run now rather than by time. */
+  manual: boolean;
+}
+
+/** One schedule (the shape of `air schedules list -o json`, with its last fire and that fire's job). */
+export interface ISchedule {
+  name: string;
+  quartz_cron_expression: string;
+  /** The IANA time zone its expression is read in. */
+  timezone_id: string;
+  pause_status: 'PAUSED' | 'UNPAUSED';
+  catchup: string;
+  max_concurrent_runs: number;
+  /** Its next due time; null while paused (or once its expression has no more). */
+  next_fire_ms: number | null;
+  experiment_name: string;
+  last_fire: IScheduleFire | null;
+  /** The last fire's job (null: none started, or it was forgotten). */
+  last_job: IJob | null;
+}
+
+/** Answer of `GET jupyter-air/schedules`. */
+export interface ISchedulesPayload {
+  schedules: ISchedule[];
+}
+
+/** What can be done to a schedule: `POST jupyter-air/schedules/<name>/<action>`. */
+export type ScheduleAction = 'pause' | 'resume' | 'run-now';
+
+/** Answer of `POST jupyter-air/schedules/<name>/run-now`: the fire, and its job when one was submitted. */
+export interface IRunNowAnswer {
+  fire: IScheduleFire;
+  job: IJob | null;
+}
+
 /** Job statuses that may still change. */
 export const ACTIVE_JOB_STATUSES: JobStatus[] = ['PENDING', 'RUNNING'];

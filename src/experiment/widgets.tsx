@@ -1,5 +1,8 @@
-/** The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job. */
-import { Clipboard, Dialog, showDialog } from '@jupyterlab/apputils';
+/**
+ * The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job or
+ * running a schedule now, and shows why a schedule action was refused.
+ */
+import { Clipboard, Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
@@ -7,7 +10,7 @@ import * as React from 'react';
 import { ModelView } from '../modelView';
 import { ExperimentPanel } from './components/ExperimentPanel';
 import type { ExperimentModel } from './model';
-import { EXPERIMENT_PANEL_ID, IJob } from './tokens';
+import { EXPERIMENT_PANEL_ID, IJob, IRunNowAnswer, ISchedule, ScheduleAction } from './tokens';
 
 export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
   constructor(options: ExperimentPanelWidget.IOptions) {
@@ -26,6 +29,7 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
         onOpenUrl={url => window.open(url, '_blank', 'noopener')}
         onOpenLogs={onOpenLogs}
         onCancelJob={job => void this._confirmCancel(job)}
+        onScheduleAction={(schedule, action) => void this._actOnSchedule(schedule, action)}
         onCopy={text => Clipboard.copyToSystem(text)}
         trans={trans}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
@@ -48,6 +52,33 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
     });
     if (answer.button.accept) {
       await this.model.cancelJob(job.job_run_id);
+    }
+  }
+
+  private async _actOnSchedule(schedule: ISchedule, action: ScheduleAction): Promise<void> {
+    const { trans } = this._options;
+    if (action === 'run-now') {
+      const answer = await showDialog({
+        title: trans.__('Run schedule %1 now?', schedule.name),
+        body: trans.__(
+          'Its workload starts once now as a new job, a new MLflow run in experiment %1; its timetable is unchanged.',
+          schedule.experiment_name
+        ),
+        buttons: [Dialog.cancelButton(), Dialog.okButton({ label: trans.__('Run now') })]
+      });
+      if (!answer.button.accept) {
+        return;
+      }
+    }
+    let why: string | null;
+    try {
+      const fired = await this.model.actOnSchedule<Partial<IRunNowAnswer>>(schedule.name, action);
+      why = fired.fire && !fired.job ? (fired.fire.reason ?? fired.fire.outcome) : null;
+    } catch (error) {
+      why = error instanceof Error ? error.message : String(error);
+    }
+    if (why !== null) {
+      await showErrorMessage(trans.__('Schedule %1', schedule.name), why);
     }
   }
 

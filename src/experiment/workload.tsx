@@ -9,6 +9,7 @@ import * as React from 'react';
 import { RequestError } from '../request';
 import { WorkloadErrors } from './components/WorkloadErrors';
 import type { ExperimentModel } from './model';
+import { jobStarted } from './jobs';
 import { ExperimentCommandIDs } from './tokens';
 
 /** The file browser's items the command is offered on (JupyterLab's `yaml` file type: .yaml, .yml). */
@@ -91,7 +92,7 @@ async function runWorkload(
     return;
   }
   await app.commands.execute(ExperimentCommandIDs.openExperimentPanel);
-  if (await model.jobStarted(jobRunId)) {
+  if (await jobStarted(model, jobRunId)) {
     await app.commands.execute(ExperimentCommandIDs.openJobLogs, {
       jobRunId,
       attempt: -1,

@@ -4,12 +4,12 @@
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Page } from '@playwright/test';
-import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
 import { EXPERIMENT_AIR_HOME } from '../playwright.config';
+import { airCommand } from './helpers';
 import { openNotebook } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
@@ -73,17 +73,6 @@ function runRow(page: Page, name: string) {
   return page.locator(`${EXPERIMENT_PANEL} .jp-Air-run`, {
     has: page.locator(':scope > .jp-Air-run-main .jp-Air-run-name', { hasText: name })
   });
-}
-
-/** Run `air <args>` in `cwd` as a terminal of this server's user would; returns what it printed. */
-function air(cwd: string, ...args: string[]): string {
-  const python = process.env.JUPYTER_AIR_UI_PYTHON ?? 'python';
-  return execFileSync(python, ['-m', 'jupyter_air.cli', ...args], {
-    cwd,
-    env: { ...process.env, AIR_HOME: EXPERIMENT_AIR_HOME, MLFLOW_TRACKING_URI: '' }
-  })
-    .toString()
-    .trim();
 }
 
 test.describe('Experiment panel', () => {
@@ -171,7 +160,7 @@ test.describe('Experiment panel', () => {
       path.join(folder, 'workload.yaml'),
       `experiment_name: ${experiment}\ncommand: sleep 120\ncompute: {num_accelerators: 0}\n`
     );
-    const jobId = air(folder, 'run', '-f', 'workload.yaml');
+    const jobId = airCommand(EXPERIMENT_AIR_HOME, folder, 'run', '-f', 'workload.yaml');
     expect(jobId).toMatch(/^job-[0-9a-f]{12}$/);
     // Then the panel lists it without Refresh, its id whole at the default width
     const job = panel.locator(`.jp-Air-job[data-job-id="${jobId}"]`);
@@ -191,7 +180,7 @@ test.describe('Experiment panel', () => {
     await panel
       .locator('.jp-Air-jobs-section')
       .screenshot({ path: testInfo.outputPath('terminal-job.png') });
-    air(folder, 'cancel', jobId);
+    airCommand(EXPERIMENT_AIR_HOME, folder, 'cancel', jobId);
   });
 
   test('follows an air job in the Logs view and cancels it from the panel', async ({

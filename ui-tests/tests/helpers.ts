@@ -1,6 +1,7 @@
-/** Selectors and helpers shared by the GPU panel browser tests. */
+/** Selectors and helpers shared by the browser tests. */
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { Locator, Page, Request } from '@playwright/test';
+import { execFileSync } from 'child_process';
 
 export const PANEL_ID = 'jupyter-air-gpu-panel';
 export const PANEL = `#${PANEL_ID}`;
@@ -97,4 +98,15 @@ export async function openNotebook(
   await page.contents.uploadContent(JSON.stringify(notebook), 'text', path);
   await page.notebook.openByPath(path);
   await page.notebook.activate(path.split('/').pop()!);
+}
+
+/** Run `air <args>` in `cwd` on AIR_HOME `home`, as a terminal of the server's user would; what it printed. */
+export function airCommand(home: string, cwd: string, ...args: string[]): string {
+  const python = process.env.JUPYTER_AIR_UI_PYTHON ?? 'python';
+  return execFileSync(python, ['-m', 'jupyter_air.cli', ...args], {
+    cwd,
+    env: { ...process.env, AIR_HOME: home, MLFLOW_TRACKING_URI: '' }
+  })
+    .toString()
+    .trim();
 }

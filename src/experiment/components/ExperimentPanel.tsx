@@ -1,12 +1,13 @@
-/** The Experiment panel: the followed notebook's runs and the `air` jobs, from the model's state. */
+/** The Experiment panel: the followed notebook's runs, the `air` jobs and schedules, from the model's state. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBanner, PausedBanner } from '../../components/Banners';
 import type { ExperimentModel, ExperimentState } from '../model';
-import type { IJob } from '../tokens';
+import type { IJob, ISchedule, ScheduleAction } from '../tokens';
 import { JobList } from './JobList';
 import { RunList } from './RunList';
+import { ScheduleList } from './ScheduleList';
 
 export interface IExperimentPanelProps {
   model: ExperimentModel;
@@ -15,6 +16,7 @@ export interface IExperimentPanelProps {
   onOpenUrl: (url: string) => void;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancelJob: (job: IJob) => void;
+  onScheduleAction: (schedule: ISchedule, action: ScheduleAction) => void;
   /** Put a text (a job id) on the clipboard. */
   onCopy: (text: string) => void;
   trans: TranslationBundle;
@@ -48,7 +50,8 @@ function useNow(running: boolean): number {
 }
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
-  const { model, onOpenUrl, onOpenLogs, onCancelJob, onCopy, trans, refreshIcon, copyIcon } = props;
+  const { model, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } = props;
+  const { refreshIcon, copyIcon } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const nowMs = useNow(model.active);
   const path = model.notebookPath;
@@ -161,6 +164,23 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
           </div>
         )}
       </section>
+
+      <section className="jp-Air-section jp-Air-schedules-section">
+        <div className="jp-Air-section-title">
+          <span>{trans.__('Schedules')}</span>
+        </div>
+        {model.schedules.length > 0 ? (
+          <ScheduleList schedules={model.schedules} onAct={onScheduleAction} trans={trans} />
+        ) : (
+          <div className="jp-Air-empty-reason">
+            {trans.__(
+              'No schedules. A workload file with a %1 block creates one with',
+              CODE.schedule
+            )}{' '}
+            <code>{CODE.airRun}</code>
+          </div>
+        )}
+      </section>
     </div>
   );
 }
@@ -171,7 +191,8 @@ const CODE = {
   decorator: '@distributed',
   cellMagic: '%%air_distributed',
   runMagic: '%%air_run',
-  airRun: 'air run -f workload.yaml'
+  airRun: 'air run -f workload.yaml',
+  schedule: 'schedule:'
 };
 
 function EmptyRuns(props: {

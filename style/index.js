@@ -5,3 +5,4 @@ import './runcard.css';
 import './experiment.css';
 import './logs.css';
 import './nodes.css';
+import './processes.css';

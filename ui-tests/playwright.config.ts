@@ -1,7 +1,8 @@
 /**
  * Browser tests against real JupyterLab servers in Debian's Chromium:
  * one server per GPU source (simulated, none), one without the server extension, one for training runs,
- * one with Jupyter's login on, one for the Experiment panel and one watching a Ray cluster on loopback.
+ * one with Jupyter's login on, one for the Experiment panel, one with the tests' fake NVML for idle GPU
+ * holders and one watching a Ray cluster on loopback.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as fs from 'fs';
@@ -30,6 +31,15 @@ process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME ??= fs.mkdtempSync(
   path.join(os.tmpdir(), 'jupyter-air-ui-')
 );
 export const EXPERIMENT_AIR_HOME = process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME;
+
+/** The compute processes of the fake NVML of the idle-holders server (`[[pid, bytes], ...]`), set by its spec. */
+process.env.JUPYTER_AIR_UI_HOLDERS_DIR ??= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'jupyter-air-ui-holders-')
+);
+export const HOLDERS_NVML_FILE = path.join(
+  process.env.JUPYTER_AIR_UI_HOLDERS_DIR,
+  'processes.json'
+);
 
 /** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
 export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
@@ -73,6 +83,16 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
     name: 'experiment',
     port: PORT_BASE + 5,
     env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: EXPERIMENT_AIR_HOME }
+  },
+  {
+    // The tests' fake NVML with one idle GPU, whose processes a test sets in a file: idle GPU holders.
+    name: 'holders',
+    port: PORT_BASE + 7,
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'nvml',
+      JUPYTER_AIR_UI_FAKE_NVML: HOLDERS_NVML_FILE,
+      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+    }
   },
   {
     // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).

@@ -1,13 +1,21 @@
-/** Plugins: the GPU resources panel (right sidebar) and the GPU readout in the status bar. */
+/**
+ * Plugins: the GPU resources panel (right sidebar) with the notifications of idle GPU holders, and the GPU
+ * readout in the status bar.
+ */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
+import { ICommandPalette, IThemeManager, Notification } from '@jupyterlab/apputils';
+import { KernelAPI } from '@jupyterlab/services';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 
 import { gpuIcon } from '../icon';
-import { addSidebarPanel, followSettings } from '../panel';
+import { addSidebarPanel, followSettings, readNumbers } from '../panel';
+import { HolderNotifier } from './holderNotifier';
+// The idle GPU holders are read from the start: their notifications do not wait for a panel.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { HoldersModel } from './holders';
 // The sidebar panel, its model and its charts' runs are created during activation (the layout
 // restorer needs the widget at once), so a lazy import would not load them any later.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
@@ -36,11 +44,23 @@ export const gpuPlugin: JupyterFrontEndPlugin<IGpuModel> = {
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter_air');
     const model = new GpuModel();
+    const holders = new HoldersModel();
+    const kernels = app.serviceManager.kernels;
+    new HolderNotifier(
+      holders,
+      {
+        shutdown: id => kernels.shutdown(id),
+        restart: id => KernelAPI.restartKernel(id, app.serviceManager.serverSettings)
+      },
+      Notification,
+      trans
+    );
     const widget = new GpuPanelWidget({
       model,
       onOpenPath: path => void app.commands.execute('docmanager:open', { path }),
       trans,
-      timeline: new RunTimeline({ gpu: model })
+      timeline: new RunTimeline({ gpu: model }),
+      holders
     });
     themeManager?.themeChanged.connect(() => widget.refreshTheme());
     await addSidebarPanel({
@@ -65,6 +85,9 @@ export const gpuPlugin: JupyterFrontEndPlugin<IGpuModel> = {
       palette,
       restorer,
       settings: { registry: settingRegistry, pluginId: PLUGIN_ID, defaults: DEFAULT_SETTINGS }
+    });
+    await followSettings(settingRegistry, PLUGIN_ID, loaded => {
+      holders.intervalSeconds = readNumbers(loaded, DEFAULT_SETTINGS).idleHoldersIntervalSeconds;
     });
     return model;
   }

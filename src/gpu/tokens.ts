@@ -47,12 +47,15 @@ export interface IGpuSettings {
   inactivityTimeoutSeconds: number;
   /** Minutes of history kept and charted. */
   historyWindowMinutes: number;
+  /** Seconds between two reads of the idle GPU holders and the Ray nodes kept by notebooks. */
+  idleHoldersIntervalSeconds: number;
 }
 
 export const DEFAULT_SETTINGS: IGpuSettings = {
   pollIntervalSeconds: 10,
   inactivityTimeoutSeconds: 300,
-  historyWindowMinutes: 120
+  historyWindowMinutes: 120,
+  idleHoldersIntervalSeconds: 60
 };
 
 /** One GPU as described by the server. */
@@ -72,6 +75,8 @@ export interface IGpuProcess {
   used_memory_bytes: number | null;
   kernel_id?: string | null;
   path?: string | null;
+  /** Set when the process's kernel is an idle GPU holder: since when it executed nothing (epoch ms). */
+  idle_since_ms?: number | null;
 }
 
 /** Per-GPU time series: `metric[gpu][sample]`, `null` where the device cannot report. */

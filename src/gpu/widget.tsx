@@ -5,6 +5,7 @@ import * as React from 'react';
 
 import { ModelView } from '../modelView';
 import { GpuPanel } from './components/GpuPanel';
+import type { HoldersModel } from './holders';
 import type { GpuModel } from './model';
 import type { RunTimeline } from './timeline';
 import { PANEL_ID } from './tokens';
@@ -17,8 +18,12 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
     this._timeline = options.timeline ?? null;
     this.id = PANEL_ID;
     this.addClass('jp-Air-panel');
+    this._holders = options.holders ?? null;
     if (this._timeline) {
       this.follow(this._timeline.changed);
+    }
+    if (this._holders) {
+      this.follow(this._holders.changed);
     }
   }
 
@@ -39,10 +44,13 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
         runs={this._timeline?.runs}
         onOpenRun={run => run.url && window.open(run.url, '_blank', 'noopener')}
+        heldNodes={this._holders?.nodeHolders}
+        onRelease={pid => void this._holders?.release(pid)}
       />
     );
   }
 
+  private _holders: HoldersModel | null;
   private _onOpenPath: (path: string) => void;
   private _themeKey = 0;
   private _timeline: RunTimeline | null;
@@ -57,5 +65,7 @@ export namespace GpuPanelWidget {
     trans: TranslationBundle;
     /** Runs to shade on the charts. */
     timeline?: RunTimeline;
+    /** Notebooks keeping Ray nodes, listed with Release. */
+    holders?: HoldersModel;
   }
 }

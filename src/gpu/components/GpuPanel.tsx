@@ -5,11 +5,13 @@ import * as React from 'react';
 import { ErrorBanner, PausedBanner, VersionBanner } from '../../components/Banners';
 import type { IRun } from '../../experiment/tokens';
 import { latestValue } from '../history';
+import type { INodeHolder } from '../holders';
 import type { GpuModel } from '../model';
 import { ChartsView } from './ChartsView';
 import { ClusterOverview } from './ClusterOverview';
 import { DeviceList } from './DeviceList';
 import { Header } from './Header';
+import { HeldNodes } from './HeldNodes';
 import { HostRow } from './HostRow';
 import { NodeSelector } from './NodeSelector';
 import { ProcessList } from './ProcessList';
@@ -25,10 +27,14 @@ export interface IGpuPanelProps {
   /** Runs shaded on the charts (the run timeline), and what clicking one does. */
   runs?: IRun[];
   onOpenRun?: (run: IRun) => void;
+  /** Notebooks keeping Ray nodes, and what Release does. */
+  heldNodes?: INodeHolder[];
+  onRelease?: (pid: number) => void;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
   const { model, revision, themeKey, onOpenPath, trans, refreshIcon, runs, onOpenRun } = props;
+  const { heldNodes, onRelease } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -130,6 +136,14 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
             trans={trans}
           />
         </>
+      ) : null}
+      {heldNodes && heldNodes.length > 0 && onRelease ? (
+        <HeldNodes
+          holders={heldNodes}
+          onRelease={onRelease}
+          onOpenPath={onOpenPath}
+          trans={trans}
+        />
       ) : null}
     </div>
   );

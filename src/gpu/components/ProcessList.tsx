@@ -1,9 +1,10 @@
-/** The compute processes on each GPU; a notebook kernel's path opens the notebook. */
+/** The compute processes on each GPU; a notebook kernel's path opens the notebook; idle holders are marked. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
-import { formatBytes } from '../../format';
+import { formatBytes, formatClock } from '../../format';
 import { IGpuDevice, IGpuProcess } from '../tokens';
+import { NotebookLink } from './NotebookLink';
 
 export interface IProcessListProps {
   devices: IGpuDevice[];
@@ -32,16 +33,21 @@ export function ProcessList(props: IProcessListProps): JSX.Element {
                       <td className="jp-Air-process-pid">{p.pid}</td>
                       <td className="jp-Air-process-name">
                         {p.path ? (
-                          <button
-                            className="jp-Air-process-path"
-                            title={trans.__('Open %1', p.path)}
-                            onClick={() => onOpenPath(p.path as string)}
-                          >
-                            {p.path}
-                          </button>
+                          <NotebookLink path={p.path} onOpenPath={onOpenPath} trans={trans} />
                         ) : (
                           p.name
                         )}
+                        {p.idle_since_ms ? (
+                          <span
+                            className="jp-Air-badge jp-Air-badge-idle"
+                            title={trans.__(
+                              'Its kernel has executed nothing since %1 while this GPU stayed at 0 %: shut it down to free the memory',
+                              formatClock(p.idle_since_ms)
+                            )}
+                          >
+                            {trans.__('idle since %1', formatClock(p.idle_since_ms))}
+                          </span>
+                        ) : null}
                       </td>
                       <td className="jp-Air-process-memory">{formatBytes(p.used_memory_bytes)}</td>
                     </tr>

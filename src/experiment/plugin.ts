@@ -1,14 +1,17 @@
 /** The Experiment panel (left sidebar) with the Logs view, following the current notebook. */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/translation';
 
 import { experimentIcon } from '../icon';
-import { addSidebarPanel } from '../panel';
+import { addSidebarPanel, followSettings } from '../panel';
 // The panel and its model are made during activation.
+// Runs done while away are watched from the start, panel open or not.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { DoneRuns } from './doneRuns';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentModel } from './model';
 import {
@@ -104,6 +107,42 @@ function addLogsCommand(
   });
 }
 
+/**
+ * Watch for the runs of this JupyterLab's notebooks (their sessions) and of the jobs started from its
+ * Experiment panel, following the panel's settings `doneNotificationMinutes` and `browserNotifications`;
+ * it watches for as long as the page is open.
+ */
+async function watchDoneRuns(
+  app: JupyterFrontEnd,
+  model: ExperimentModel,
+  registry: ISettingRegistry | null,
+  trans: TranslationBundle
+): Promise<DoneRuns> {
+  const startedHere = new Set<string>();
+  model.changed.connect(() => model.revealedJob && startedHere.add(model.revealedJob));
+  const openHere = (path: string) =>
+    [...app.serviceManager.sessions.running()].some(
+      s => path === s.path || path.endsWith(`/${s.path}`)
+    );
+  const done = new DoneRuns({
+    notifications: Notification,
+    isOurs: run =>
+      (run.job_run_id !== null && startedHere.has(run.job_run_id)) ||
+      (run.notebook_path !== null && openHere(run.notebook_path)),
+    trans
+  });
+  await followSettings(registry, EXPERIMENT_PLUGIN_ID, settings => {
+    const minutes = settings?.get('doneNotificationMinutes').composite;
+    done.thresholdMinutes = typeof minutes === 'number' && minutes >= 0 ? minutes : 2;
+    done.browserNotifications = settings?.get('browserNotifications').composite === true;
+    const browser = globalThis.Notification;
+    if (done.browserNotifications && browser?.permission === 'default') {
+      void browser.requestPermission();
+    }
+  });
+  return done;
+}
+
 export const experimentPlugin: JupyterFrontEndPlugin<void> = {
   id: EXPERIMENT_PLUGIN_ID,
   description:
@@ -139,6 +178,7 @@ export const experimentPlugin: JupyterFrontEndPlugin<void> = {
     if (tracker) {
       followNotebooks(tracker, model);
     }
+    await watchDoneRuns(app, model, settingRegistry, trans);
     await addSidebarPanel({
       app,
       widget,

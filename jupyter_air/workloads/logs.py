@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from jupyter_air.growing import NEWLINE, GrowingFile, line_text
 from jupyter_air.home import DIR_MODE, FILE_MODE, open_private, private_dir
 
 OUTPUT = "output.log"
@@ -20,21 +21,12 @@ OUTPUT = "output.log"
 TIMESTAMPS = "output.ts"
 #: Longest line kept as one record; longer output is split.
 MAX_LINE_BYTES = 1 << 16
-#: The one definition of a line, for writers and readers alike: bytes up to "\n". A "\r" (a progress
-#: bar redrawing itself) stays inside its line.
-NEWLINE = b"\n"
 #: Most bytes one chunk of a log holds; more than a line (MAX_LINE_BYTES), so a chunk always ends a line.
 CHUNK_BYTES = 1 << 18
 
 
 def node_dir(job_dir: Path, attempt: int, node: int) -> Path:
     return job_dir / "logs" / f"attempt_{attempt}" / f"node_{node}"
-
-
-def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
-    """The complete lines in ``data`` (without their newline) and the unfinished rest."""
-    *lines, rest = data.split(NEWLINE)
-    return lines, rest
 
 
 @dataclass
@@ -70,31 +62,26 @@ class LogCursor:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self._pos = {OUTPUT: 0, TIMESTAMPS: 0}
+        # A chunk holds a whole line: a written line is at most MAX_LINE_BYTES.
+        self._files = {name: GrowingFile(directory / name, CHUNK_BYTES) for name in (OUTPUT, TIMESTAMPS)}
         self._pending: dict[str, deque[bytes]] = {OUTPUT: deque(), TIMESTAMPS: deque()}
 
-    def _read(self, name: str) -> bool:
+    def _read(self, name: str, final: bool) -> bool:
         """Take the complete lines of the next chunk of ``name``; whether there were any."""
-        try:
-            with open(self.directory / name, "rb") as f:
-                f.seek(self._pos[name])
-                data = f.read(CHUNK_BYTES)  # holds a whole line: a written line is at most MAX_LINE_BYTES
-        except FileNotFoundError:
-            return False
-        lines, rest = split_lines(data)
-        self._pos[name] += len(data) - len(rest)
+        lines = self._files[name].lines(final)
         self._pending[name].extend(lines)
         return bool(lines)
 
     def read(self, final: bool = False) -> list[LogLine]:
-        """New complete lines; with `final`, every line left, also those whose timestamp never got written."""
-        while (self._read(OUTPUT) | self._read(TIMESTAMPS)) and final:
+        """New complete lines; with `final`, every line left, also those whose timestamp never got written (and an
+        unfinished last line; an unfinished timestamp is not one)."""
+        while (self._read(OUTPUT, final) | self._read(TIMESTAMPS, False)) and final:
             pass
         out, ts = self._pending[OUTPUT], self._pending[TIMESTAMPS]
         lines = []
         while out and (ts or final):
             stamp = ts.popleft() if ts else None
-            lines.append(LogLine(int(stamp) if stamp else None, out.popleft().decode("utf-8", "replace")))
+            lines.append(LogLine(int(stamp) if stamp else None, line_text(out.popleft())))
         return lines
 
 
@@ -114,7 +101,7 @@ def _iter_lines(directory: Path) -> Iterator[LogLine]:
         ts = files.enter_context(open(directory / TIMESTAMPS, "rb")) if (directory / TIMESTAMPS).exists() else None
         for raw in out:  # a binary file iterates over "\n"-terminated lines, like split_lines
             stamp = ts.readline().strip() if ts else b""
-            yield LogLine(int(stamp) if stamp else None, raw.removesuffix(NEWLINE).decode("utf-8", "replace"))
+            yield LogLine(int(stamp) if stamp else None, line_text(raw.removesuffix(NEWLINE)))
 
 
 class BadOffset(ValueError):
@@ -156,7 +143,7 @@ def read_chunk(directory: Path, offset: int, finished: bool, max_bytes: int = CH
         cut = data.rfind(NEWLINE) + 1
         if cut == 0 and len(data) == max_bytes:
             cut = _character_boundary(data)
-    return LogChunk(data[:cut].decode("utf-8", "replace"), offset + cut, size)
+    return LogChunk(data[:cut].decode("utf-8", "replace"), offset + cut, size)  # cut between characters
 
 
 def _is_continuation(byte: int) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jupyter_air import procs
+from jupyter_air.growing import line_text
 from jupyter_air.programs import path_first
 from jupyter_air.workloads.pump import FAILED, PUMP_ENV
 
@@ -131,7 +132,7 @@ class NodeProcess:
 
     def _read_reports(self) -> None:
         for line in self._pump.stdout:
-            text = line.decode("utf-8", "replace").strip()
+            text = line_text(line).strip()
             if text.startswith(FAILED) and self._log_error is None:
                 self._log_error = text
         self._pump.stdout.close()

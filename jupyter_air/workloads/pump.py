@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from jupyter_air.workloads.logs import MAX_LINE_BYTES, LogWriter, split_lines
+from jupyter_air.growing import split_lines
+from jupyter_air.workloads.logs import MAX_LINE_BYTES, LogWriter
 
 #: Environment variable naming the attempt whose output a pump writes (how leftover pumps are found).
 PUMP_ENV = "AIR_LOG_PUMP"

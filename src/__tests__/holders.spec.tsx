@@ -3,7 +3,7 @@ import type { Notification } from '@jupyterlab/apputils';
 import { nullTranslator } from '@jupyterlab/translation';
 import * as React from 'react';
 import { act } from 'react';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, Mock, vi } from 'vitest';
 
 import { HeldNodes } from '../gpu/components/HeldNodes';
 import { ProcessList } from '../gpu/components/ProcessList';
@@ -68,7 +68,10 @@ let payload: IHoldersPayload;
 let requests: string[];
 let model: HoldersModel;
 let notifications: Recorder;
-let kernels: { shutdown: ReturnType<typeof vi.fn>; restart: ReturnType<typeof vi.fn> };
+let kernels: {
+  shutdown: Mock<(id: string) => Promise<void>>;
+  restart: Mock<(id: string) => Promise<void>>;
+};
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -80,7 +83,10 @@ beforeEach(() => {
   };
   model = new HoldersModel({ request, intervalSeconds: 60 });
   notifications = new Recorder();
-  kernels = { shutdown: vi.fn(async () => undefined), restart: vi.fn(async () => undefined) };
+  kernels = {
+    shutdown: vi.fn(async (_id: string) => undefined),
+    restart: vi.fn(async (_id: string) => undefined)
+  };
   new HolderNotifier(model, kernels, notifications, trans);
 });
 

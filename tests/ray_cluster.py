@@ -89,10 +89,11 @@ class LocalCluster:
     def dashboard_url(self) -> str:
         return "http://" + self.cluster.head_node.address_info["webui_url"]
 
-    def add_node(self, gpus: int = 2, cpus: int = 2, host: str | None = None):
-        """A worker node with ``gpus`` fake GPUs; ``host`` labels it as another machine (``air.io/host``)."""
+    def add_node(self, gpus: int = 2, cpus: int = 2, host: str | None = None, environment: dict | None = None):
+        """A worker node with ``gpus`` fake GPUs; ``host`` labels it as another machine (``air.io/host``);
+        ``environment``: variables its processes see on top of the cluster's."""
         labels = {"air.io/host": host} if host else None
-        with self._environment():
+        with self._environment(environment):
             node = self._started(
                 lambda: self.cluster.add_node(
                     num_cpus=cpus,
@@ -131,10 +132,12 @@ class LocalCluster:
         return found
 
     @contextlib.contextmanager
-    def _environment(self):
-        """This process's environment plus ``environment`` while a node starts (its processes inherit it)."""
-        saved = {key: os.environ.get(key) for key in self.environment}
-        os.environ.update(self.environment)
+    def _environment(self, extra: dict | None = None):
+        """This process's environment plus ``environment`` (and ``extra``) while a node starts (its processes
+        inherit it)."""
+        environment = {**self.environment, **(extra or {})}
+        saved = {key: os.environ.get(key) for key in environment}
+        os.environ.update(environment)
         try:
             yield
         finally:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from jupyter_air.gpu.idle import IdleHolders, KernelView
+from jupyter_air.gpu.idle import IdleHolders, KernelView, NodeHoldings
 from jupyter_air.gpu.types import GpuProcess, Reading
 
 GIB = 1 << 30
@@ -95,6 +95,41 @@ def test_busy_small_and_empty_kernels_are_never_listed_and_children_count_for_th
         (f"kernel-{os.getpid()}", 1, 1200 << 20)
     ]
     assert sorted(rows[0]["pids"]) == sorted([child.pid, os.getpid()])
+
+
+def test_each_ray_node_is_judged_on_its_own_gpus_from_when_a_check_first_had_it():
+    # Given a kernel whose Ray actors hold 2 GiB on node a's GPU 1 (at 0 %) and on node b's GPU 1 (working once)
+    holders = IdleHolders(IDLE_SECONDS / 60, 1024, started_s=START)
+    kernel = _kernel(101, active_at=START - 60)
+
+    def nodes(at: float, b_percent: float = 0.0, with_a: bool = True) -> list[NodeHoldings]:
+        stamp = int(at * 1000)
+        a = NodeHoldings(
+            "a" * 56, "gpu-a", [(stamp, _reading([50.0, 0.0], [(1, 5001, 2 * GIB)]))], {5001: "kernel-101"}
+        )
+        b = NodeHoldings(
+            "b" * 56, "gpu-b", [(stamp, _reading([0.0, b_percent], [(1, 6001, 2 * GIB)]))], {6001: "kernel-101"}
+        )
+        return [a, b] if with_a else [b]
+
+    def listed(at: float, **kwargs) -> list[tuple[str, int]]:
+        return [(h["node"], h["gpu_index"]) for h in holders.check([], [kernel], at, nodes(at, **kwargs))]
+
+    # When checks run from START on, node b's GPU 1 working at START + 1
+    # Then a node counts from the first check that had it (its GPUs were unknown before), each GPU on its own
+    assert listed(START) == []
+    assert listed(START + 1, b_percent=30.0) == []
+    assert listed(START + 2) == [("gpu-a", 1)]
+    assert listed(START + 3) == [("gpu-a", 1), ("gpu-b", 1)]
+    row = holders.holders()[1]
+    assert row["node_id"] == "b" * 56 and row["pids"] == [6001] and row["idle_since_ms"] == int((START + 1) * 1000)
+    # And the panel's process rows of node b are marked with the kernel and notebook they work for
+    (marked,) = holders.mark([{"gpu_index": 1, "pid": 6001, "kernel_id": None, "path": None}], False, "b" * 56)
+    assert marked["kernel_id"] == "kernel-101" and marked["path"] == "work/101.ipynb" and marked["idle_since_ms"]
+    # And a node a check goes without (no actor of the kernel there any more) is counted afresh when it comes back
+    assert listed(START + 4, with_a=False) == [("gpu-b", 1)]
+    assert listed(START + 5) == [("gpu-b", 1)]
+    assert listed(START + 7) == [("gpu-a", 1), ("gpu-b", 1)]
 
 
 @pytest.fixture

@@ -31,24 +31,13 @@ c.ServerApp.jpserver_extensions = {  # noqa: F821
 # the `[[pid, bytes], ...]` the file holds when read: a test makes a kernel hold GPU memory by writing its pid
 # there. The idle-holder check then runs every second with a 3-second threshold.
 if os.environ.get("JUPYTER_AIR_UI_FAKE_NVML"):
-    import importlib.util
-    import json
     import pathlib
     import sys
 
-    _spec = importlib.util.spec_from_file_location(
-        "fake_pynvml", pathlib.Path(__file__).resolve().parents[1] / "tests" / "fake_pynvml.py"
-    )
-    _fake = sys.modules["fake_pynvml"] = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_fake)
+    os.environ["AIR_TEST_NVML_PROCESSES"] = os.environ["JUPYTER_AIR_UI_FAKE_NVML"]
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "nvml_processes"))
+    import pynvml  # noqa: F401 - the fake, in sys.modules for the server's NVML source
 
-    class _ProcessesFromFile(_fake.FakeNvml):
-        def nvmlDeviceGetComputeRunningProcesses(self, handle):
-            held = pathlib.Path(os.environ["JUPYTER_AIR_UI_FAKE_NVML"])
-            self.gpus[handle].processes = [tuple(p) for p in json.loads(held.read_text())] if held.exists() else []
-            return super().nvmlDeviceGetComputeRunningProcesses(handle)
-
-    sys.modules["pynvml"] = _ProcessesFromFile([_fake.FakeGpu(utilization_percent=0)])
     c.JupyterAir.gpu_source = "nvml"  # noqa: F821
     c.JupyterAir.idle_holder_minutes = 0.05  # noqa: F821
     c.JupyterAir.idle_holder_check_seconds = 1  # noqa: F821

@@ -16,10 +16,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from jupyter_air.cluster.agent import NodeAgent
-
-from .sampler import Sampler, Snapshot
-from .sources import open_source
+from .idle import NodeHoldings
+from .node_sampler import NodeSampler
+from .sampler import Snapshot
 
 #: Seconds a node's sampler has to answer one request before the node shows as unreachable.
 ANSWER_SECONDS = 1.0
@@ -29,22 +28,6 @@ _NODES_SECONDS = 5.0
 _LATEST_ONLY_MS = 2**62
 
 log = logging.getLogger(__name__)
-
-
-class NodeSampler(NodeAgent):
-    """One node's GPUs, sampled as the server samples its own."""
-
-    def __init__(self, index: int, kind: str, count: int, interval: float, history: float, idle: float):
-        super().__init__(index)
-        self.sampler = Sampler(lambda: open_source(kind, count), interval, history, idle)
-        self.sampler.start()
-
-    def snapshot(self, since_ms: int | None, refresh: bool) -> Snapshot:
-        """The samples after ``since_ms``; samples now first when asked to or when sampling had paused."""
-        self.sampler.touch()
-        if refresh or not self.sampler.sampling or not len(self.sampler):
-            self.sampler.sample_now()
-        return self.sampler.snapshot(since_ms)
 
 
 class UnknownNode(LookupError):
@@ -149,6 +132,37 @@ class ClusterGpu:
                 + (f"; last seen {seen}." if seen else ".")
             )
         return chosen.summary(self._server_node), detail, summaries
+
+    async def holdings(self, kernel_pids: dict[int, str], since_ms: dict[str, int]) -> list[NodeHoldings]:
+        """Every node running actors of a Ray job that one of this server's kernels (``{pid: kernel id}``) drives:
+        its samples after ``since_ms[node id]`` and its GPU processes that work for a kernel. A node that does not
+        answer within ``ANSWER_SECONDS`` is left out of this check. Raises ClusterUnavailable."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._holdings, kernel_pids, since_ms)
+
+    def _holdings(self, kernel_pids: dict[int, str], since_ms: dict[str, int]) -> list[NodeHoldings]:
+        self._read_nodes()
+        from jupyter_air.cluster.connect import ray_module
+        from jupyter_air.cluster.drivers import actors_by_node
+
+        ray = ray_module()
+        if not kernel_pids or ray.util.client.ray.is_connected():  # Ray Client cannot read the GCS tables
+            return []
+        server = self._nodes.get(self._server_node or "")
+        asked = {}
+        for node_id, actors in actors_by_node(kernel_pids, server.ip if server else None).items():
+            node = self._nodes.get(node_id)
+            if node is not None and node.reachable and node.sampler is not None:
+                asked[node.sampler.holdings.remote(actors, since_ms.get(node_id))] = node
+        ready, _ = ray.wait(list(asked), num_returns=len(asked), timeout=ANSWER_SECONDS) if asked else ([], [])
+        answers = []
+        for ref in ready:
+            try:
+                samples, owners = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - a node whose sampler failed sits this check out
+                log.debug("idle-holder check: node %s did not answer: %s", asked[ref].id, exc)
+                continue
+            answers.append(NodeHoldings(asked[ref].id, asked[ref].hostname, samples, owners))
+        return answers
 
     def close(self) -> None:
         """Kill every node's sampler (their guards exit with them)."""

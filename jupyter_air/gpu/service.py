@@ -80,7 +80,7 @@ class GpuService:
             await self.sampler.ensure_fresh()
             payload = await self._payload(self.sampler.snapshot(since))
             return {**payload, "nodes": [], "cluster": {**cluster, "error": str(exc)}}
-        payload = await self._payload(snap, local=summary.get("is_server_node", False))
+        payload = await self._payload(snap, summary.get("is_server_node", False), summary.get("id"))
         return {
             **payload,
             "node": summary.get("hostname") or payload["node"],
@@ -90,7 +90,7 @@ class GpuService:
             "cluster": cluster,
         }
 
-    async def _payload(self, snap: Snapshot, local: bool = True) -> dict:
+    async def _payload(self, snap: Snapshot, local: bool = True, node_id: str | None = None) -> dict:
         latest = snap.latest
         count = len(snap.devices)
         errors = latest.reading.errors if latest is not None else []
@@ -120,12 +120,12 @@ class GpuService:
                 "memory_used_bytes": [s.host.memory_used_bytes for s in snap.samples],
                 "memory_total_bytes": latest.host.memory_total_bytes if latest is not None else None,
             },
-            "processes": await self._processes(latest, local) if latest is not None else [],
+            "processes": await self._processes(latest, local, node_id) if latest is not None else [],
         }
 
-    async def _processes(self, latest: Sample, local: bool) -> list[dict]:
+    async def _processes(self, latest: Sample, local: bool, node_id: str | None) -> list[dict]:
         """Rows of the sample's GPU processes; on this server's node, each names its kernel and notebook when it
-        has one, and is marked when its kernel holds the GPU idle.
+        has one. Those of an idle holder (here, or on Ray node ``node_id`` through its Ray job) are marked.
 
         Naming reads /proc for every ancestor of every process: it is done once per sample and set of kernels,
         off the event loop, and shared by every request until the next sample.
@@ -142,7 +142,7 @@ class GpuService:
             if kept is None or kept[0] != key or (kept[1].done() and (kept[1].cancelled() or kept[1].exception())):
                 self._rows = kept = (key, asyncio.ensure_future(self._attribute(processes, kernel_pids)))
             rows = await asyncio.shield(kept[1])
-        return self.idle_holders.mark(rows) if self.idle_holders is not None and local else rows
+        return self.idle_holders.mark(rows, local, node_id) if self.idle_holders is not None else rows
 
     async def _attribute(self, processes, kernel_pids: dict[int, str]) -> list[dict]:
         kernel_paths = await self._kernel_paths()

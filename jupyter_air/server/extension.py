@@ -121,8 +121,9 @@ class JupyterAir(ExtensionApp):
         1024.0,
         min=0.0,
         config=True,
-        help="MiB of GPU memory a kernel (with its child processes) must hold on one GPU to count as an idle GPU "
-        "holder (default 1024: a CUDA context alone takes about 300-500 MiB).",
+        help="MiB of GPU memory a kernel must hold on one GPU to count as an idle GPU holder (default 1024: a CUDA "
+        "context alone takes about 300-500 MiB). Its child processes count for it, and with ray_address so do the "
+        "actors of the Ray job it drives (and their children), node by node.",
     )
     idle_holder_check_seconds = Float(
         60.0,
@@ -130,7 +131,8 @@ class JupyterAir(ExtensionApp):
         help="Seconds between two idle GPU holder checks. They run whether or not a GPU panel is open: while the "
         "panel samples, a check reuses its samples; once sampling stopped as idle, a check reads NVML once itself "
         "(utilization, memory and processes of each GPU) and sampling stays stopped. A GPU's utilization counts "
-        "as 0 % only when every look at it (samples or checks) saw 0 %.",
+        "as 0 % only when every look at it (samples or checks) saw 0 %. With ray_address, each node running actors "
+        "of a kernel's Ray job is read the same way by its own sampler.",
     )
 
     @validate("sample_interval_seconds", "history_seconds", "idle_timeout_seconds", "idle_holder_check_seconds")
@@ -183,6 +185,7 @@ class JupyterAir(ExtensionApp):
                     self.serverapp.session_manager,
                     self.idle_holder_check_seconds,
                     self.log,
+                    self.cluster,
                 )
             )
         if self.job_check_interval_seconds > 0:

@@ -150,11 +150,14 @@ class UiAutostart:
 class IdleHolderChecks:
     """Every ``interval_seconds``, whether or not a panel is open: which kernels sit idle on GPU memory
     (:class:`~jupyter_air.gpu.idle.IdleHolders`). Kernels are read on the event loop; the GPUs off it, from the
-    sampler's samples while it samples, else by one reading of its own that leaves sampling stopped."""
+    sampler's samples while it samples, else by one reading of its own that leaves sampling stopped. With a Ray
+    ``cluster``, also the nodes running the kernels' actors, each from its own sampler, the same way."""
 
-    def __init__(self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log):
+    def __init__(self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log, cluster=None):
         self.holders = holders
         self.sampler = sampler
+        self.cluster = cluster
+        self._nodes_since: dict[str, int | None] = {}  # Ray node id -> the newest sample of it a check used
         self.kernel_manager = kernel_manager
         self.session_manager = session_manager
         self.log = log
@@ -175,7 +178,8 @@ class IdleHolderChecks:
         self._running = True
         try:
             kernels = await self._kernels()
-            await asyncio.to_thread(self._check_gpus, kernels)
+            nodes = await self._nodes(kernels)
+            await asyncio.to_thread(self._check_gpus, kernels, nodes)
             if self._failing:
                 self.log.info("jupyter_air: the idle GPU holder check works again.")
                 self._failing = False
@@ -186,11 +190,25 @@ class IdleHolderChecks:
         finally:
             self._running = False
 
-    def _check_gpus(self, kernels) -> None:
+    def _check_gpus(self, kernels, nodes) -> None:
         samples = self.sampler.readings_since(self._last_ms)
         if samples:
             self._last_ms = samples[-1][0]
-        self.holders.check(samples, kernels, time.time())
+        self.holders.check(samples, kernels, time.time(), nodes)
+
+    async def _nodes(self, kernels) -> list:
+        """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why)."""
+        from ..gpu.cluster import ClusterUnavailable
+
+        if self.cluster is None:
+            return []
+        try:
+            nodes = await self.cluster.holdings({k.pid: k.kernel_id for k in kernels if k.pid}, self._nodes_since)
+        except ClusterUnavailable:
+            nodes = []
+        since = {n.node_id: n.samples[-1][0] for n in nodes if n.samples}
+        self._nodes_since = {n.node_id: since.get(n.node_id, self._nodes_since.get(n.node_id)) for n in nodes}
+        return nodes
 
     async def _kernels(self) -> list:
         from ..gpu.idle import KernelView

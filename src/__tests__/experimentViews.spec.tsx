@@ -24,6 +24,25 @@ async function loadedModel(server: FakeRunsServer): Promise<ExperimentModel> {
   return model;
 }
 
+/** Render the panel over `model`; every action does nothing unless given. */
+function renderPanel(
+  model: ExperimentModel,
+  onOpenUrl: (url: string) => void = () => undefined
+): void {
+  dom.render(
+    <ExperimentPanel
+      model={model}
+      revision={1}
+      onOpenUrl={onOpenUrl}
+      onOpenLogs={() => undefined}
+      onCancelJob={() => undefined}
+      onScheduleAction={() => undefined}
+      onCopy={() => undefined}
+      trans={trans}
+    />
+  );
+}
+
 describe('Experiment views', () => {
   it('shows run, experiment, metric and job names as text, children under their parent', () => {
     // Given runs whose names hold HTML, one nested in the other, and a job in such an experiment
@@ -163,19 +182,7 @@ describe('Experiment views', () => {
     server.runs.set('train.ipynb', [makeRun('a', T0), makeRun('b', T0 + 1), makeRun('c', T0 + 2)]);
     const model = await loadedModel(server);
     const onOpenUrl = vi.fn();
-    const panel = (
-      <ExperimentPanel
-        model={model}
-        revision={1}
-        onOpenUrl={onOpenUrl}
-        onOpenLogs={() => undefined}
-        onCancelJob={() => undefined}
-        onScheduleAction={() => undefined}
-        onCopy={() => undefined}
-        trans={trans}
-      />
-    );
-    dom.render(panel);
+    renderPanel(model, onOpenUrl);
     const compare = () => dom.container.querySelector('.jp-Air-compare') as HTMLButtonElement;
     const select = (id: string) =>
       act(() =>
@@ -195,21 +202,41 @@ describe('Experiment views', () => {
     model.dispose();
   });
 
+  it('lists the runs by GPU energy when asked, unmeasured ones last, and newest first again', async () => {
+    // Given runs with 2 Wh, 30 Wh, none, and 5 Wh of GPU energy (newest last here)
+    const server = new FakeRunsServer();
+    server.runs.set('train.ipynb', [
+      { ...makeRun('small', T0), energy_watt_hours: 2 },
+      { ...makeRun('large', T0 + 1), energy_watt_hours: 30 },
+      { ...makeRun('cpu', T0 + 2), energy_watt_hours: null },
+      { ...makeRun('mid', T0 + 3), energy_watt_hours: 5 }
+    ]);
+    const model = await loadedModel(server);
+    renderPanel(model);
+    const listed = () =>
+      [...dom.container.querySelectorAll('.jp-Air-run')].map(row =>
+        row.getAttribute('data-run-id')
+      );
+    const order = dom.container.querySelector('.jp-Air-run-order') as HTMLSelectElement;
+    const choose = (value: string) =>
+      act(() => {
+        order.value = value;
+        order.dispatchEvent(new Event('change', { bubbles: true }));
+      });
+    expect(listed()).toEqual(['mid', 'cpu', 'large', 'small']);
+    // When "Most GPU energy first" is chosen, Then the runs are listed by energy, the unmeasured one last
+    choose('energy');
+    expect(listed()).toEqual(['large', 'mid', 'small', 'cpu']);
+    // When "Newest first" is chosen again, Then the runs are back in their order
+    choose('newest');
+    expect(listed()).toEqual(['mid', 'cpu', 'large', 'small']);
+    model.dispose();
+  });
+
   it('explains how runs and jobs get there when there are none', async () => {
     const server = new FakeRunsServer();
     const model = await loadedModel(server);
-    dom.render(
-      <ExperimentPanel
-        model={model}
-        revision={1}
-        onOpenUrl={() => undefined}
-        onOpenLogs={() => undefined}
-        onCancelJob={() => undefined}
-        onScheduleAction={() => undefined}
-        onCopy={() => undefined}
-        trans={trans}
-      />
-    );
+    renderPanel(model);
     const text = dom.container.textContent ?? '';
     expect(text).toContain('No runs from this notebook yet');
     for (const code of ['train.distributed(…)', '%%air_run', '/Users/alice/train', 'air run']) {

@@ -19,12 +19,14 @@ const dom = reactRoot();
 function holder(
   kernel: string,
   gpu: number,
-  path: string | null = `work/${kernel}.ipynb`
+  path: string | null = `work/${kernel}.ipynb`,
+  rayNode: string | null = null
 ): IIdleHolder {
   return {
     kernel_id: kernel,
     path,
-    node: 'gpu-07',
+    node: rayNode ? 'gpu-12' : 'gpu-07',
+    node_id: rayNode,
     gpu_index: gpu,
     used_memory_bytes: 8 * GIB,
     pids: [4242],
@@ -97,8 +99,12 @@ afterEach(() => {
 
 describe('Idle GPU holder notifications', () => {
   it('show one notification per idle kernel, once, with its notebook, GPUs and actions', async () => {
-    // Given a kernel idle on two GPUs and another on one
-    payload.holders = [holder('k1', 0), holder('k1', 1), holder('k2', 2, null)];
+    // Given a kernel idle on two GPUs (one of them another Ray node's, held by its actors) and another on one
+    payload.holders = [
+      holder('k1', 0),
+      holder('k1', 1, undefined, 'f'.repeat(56)),
+      holder('k2', 2, null)
+    ];
     // When the holders are read, and read again a minute later
     await advance(50);
     await advance(60_000);
@@ -106,7 +112,7 @@ describe('Idle GPU holder notifications', () => {
     const messages = notifications.messages();
     expect(messages).toHaveLength(2);
     expect(messages[0]).toMatch(
-      /^The kernel of k1\.ipynb has been idle since .+, holding 8\.0 GiB on GPU 0, 8\.0 GiB on GPU 1$/
+      /^The kernel of k1\.ipynb has been idle since .+, holding 8\.0 GiB on GPU 0, 8\.0 GiB on GPU 1 of gpu-12$/
     );
     expect(messages[1]).toContain('The kernel of k2 has been idle');
     const actions = [...notifications.shown.values()][0].options?.actions?.map(a => a.label);

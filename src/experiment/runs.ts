@@ -1,4 +1,4 @@
-/** The list of a notebook's runs: merging answers, nesting, what to ask for next, MLflow's compare page. */
+/** The list of a notebook's runs: merging answers, nesting, order, what to ask for next, MLflow's compare page. */
 import type { IRun } from './tokens';
 
 /** `held` with `runs` added or replaced, newest first. */
@@ -14,6 +14,18 @@ export function mergeRuns(held: IRun[], runs: IRun[]): IRun[] {
 export function topLevelRuns(runs: IRun[]): IRun[] {
   const held = new Set(runs.map(run => run.run_id));
   return runs.filter(run => !run.parent_run_id || !held.has(run.parent_run_id));
+}
+
+/** How the panel lists runs: newest first (as held), or most GPU energy first. */
+export type RunOrder = 'newest' | 'energy';
+
+/** `runs` (newest first) in `order`; by energy, runs without a measured energy come last, newest first. */
+export function orderRuns(runs: IRun[], order: RunOrder): IRun[] {
+  if (order === 'newest') {
+    return runs;
+  }
+  const energy = (run: IRun) => run.energy_watt_hours ?? -Infinity;
+  return [...runs].sort((a, b) => (energy(a) === energy(b) ? 0 : energy(b) > energy(a) ? 1 : -1));
 }
 
 /**

@@ -58,7 +58,11 @@ export class HolderNotifier {
   private _notify(kernelId: string, gpus: IIdleHolder[]): string {
     const trans = this._trans;
     const held = gpus
-      .map(g => trans.__('%1 on GPU %2', formatBytes(g.used_memory_bytes), g.gpu_index))
+      .map(g =>
+        g.node_id
+          ? trans.__('%1 on GPU %2 of %3', formatBytes(g.used_memory_bytes), g.gpu_index, g.node)
+          : trans.__('%1 on GPU %2', formatBytes(g.used_memory_bytes), g.gpu_index)
+      )
       .join(', ');
     const since = formatClock(Math.min(...gpus.map(g => g.idle_since_ms)));
     // JupyterLab cuts messages at 140 characters: the notebook's name, not its whole path.

@@ -10,11 +10,15 @@ import { pollFrequency } from '../polling';
 import { requestAPI, Requester } from '../request';
 import { DEFAULT_SETTINGS } from './tokens';
 
-/** A kernel of this server that executed nothing for the threshold while holding GPU memory at 0 %. */
+/**
+ * A kernel of this server that executed nothing for the threshold while holding GPU memory at 0 %: itself or
+ * its children on this server's node (`node_id` null), or its Ray job's actors on Ray node `node_id`.
+ */
 export interface IIdleHolder {
   kernel_id: string;
   path: string | null;
   node: string;
+  node_id: string | null;
   gpu_index: number;
   used_memory_bytes: number;
   pids: number[];

@@ -115,6 +115,30 @@ test.describe('Experiment panel', () => {
     ).toHaveCount(2);
     await panel.screenshot({ path: testInfo.outputPath('experiment-panel.png') });
 
+    // When the runs are ordered by GPU energy, Then they are listed by the energy each shows, most first
+    const topRuns = panel.locator(
+      '.jp-Air-experiment > .jp-Air-runs-section > .jp-Air-runs > .jp-Air-run'
+    );
+    const listed = () =>
+      topRuns.evaluateAll(rows =>
+        rows.map(row => {
+          const energy = row.querySelector(':scope > .jp-Air-run-details .jp-Air-run-energy');
+          const [value, unit] = (energy?.textContent ?? '').split(' ');
+          return {
+            name: row.querySelector('.jp-Air-run-name')?.textContent ?? '',
+            wh: energy ? parseFloat(value) * (unit === 'kWh' ? 1000 : 1) : -1
+          };
+        })
+      );
+    const newest = (await listed()).map(run => run.name);
+    await panel.locator('.jp-Air-run-order').selectOption('energy');
+    const byEnergy = await listed();
+    expect(byEnergy.map(run => run.name).sort()).toEqual([...newest].sort());
+    expect(byEnergy.map(run => run.wh)).toEqual(byEnergy.map(run => run.wh).sort((a, b) => b - a));
+    await panel.screenshot({ path: testInfo.outputPath('experiment-energy-order.png') });
+    await panel.locator('.jp-Air-run-order').selectOption('newest');
+    await expect(topRuns.locator(':scope > .jp-Air-run-main .jp-Air-run-name')).toHaveText(newest);
+
     // When both are selected and Compare is clicked
     await ddp.locator('.jp-Air-run-select').first().check();
     await cell.locator('.jp-Air-run-select').first().check();

@@ -4,6 +4,7 @@ import * as React from 'react';
 
 import { ErrorBanner, PausedBanner } from '../../components/Banners';
 import type { ExperimentModel, ExperimentState } from '../model';
+import { orderRuns, RunOrder } from '../runs';
 import type { IJob, ISchedule, ScheduleAction } from '../tokens';
 import { JobList } from './JobList';
 import { RunList } from './RunList';
@@ -53,6 +54,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
   const { model, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } = props;
   const { refreshIcon, copyIcon } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
+  const [order, setOrder] = React.useState<RunOrder>('newest');
   const nowMs = useNow(model.active);
   const path = model.notebookPath;
   const name = path?.split('/').pop() ?? null;
@@ -104,6 +106,16 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
       <section className="jp-Air-section jp-Air-runs-section">
         <div className="jp-Air-section-title">
           <span>{trans.__('Runs')}</span>
+          <select
+            className="jp-Air-run-order"
+            value={order}
+            onChange={event => setOrder(event.target.value as RunOrder)}
+            aria-label={trans.__('Order of the runs')}
+            title={trans.__('Order of the runs listed here: newest, or most GPU energy, first')}
+          >
+            <option value="newest">{trans.__('Newest first')}</option>
+            <option value="energy">{trans.__('Most energy first')}</option>
+          </select>
           <button
             className="jp-Air-compare jp-mod-styled"
             disabled={compareUrl === null}
@@ -119,8 +131,8 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
         </div>
         {path !== null && runs.length > 0 ? (
           <RunList
-            runs={model.topLevelRuns}
-            childrenOf={id => model.childrenOf(id)}
+            runs={orderRuns(model.topLevelRuns, order)}
+            childrenOf={id => orderRuns(model.childrenOf(id), order)}
             selected={selected}
             onToggle={toggle}
             nowMs={nowMs}

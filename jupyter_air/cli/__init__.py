@@ -1,4 +1,5 @@
-"""The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads; schedule them."""
+"""The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads; schedule them; share
+experiments."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ EPILOG = """examples:
   air cancel JOB_RUN_ID
   air schedules list
   air list --schedule nightly-train --all-status
+  air share /Shared/vision/resnet --user bob --level READ
 """
 
 
@@ -107,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("job_run_ids", nargs="*", metavar="JOB_RUN_ID")
     cancel.add_argument("--all", action="store_true", help="cancel every active job run")
     cancel.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+    from jupyter_air.tracking.sharing import LEVELS
+
+    share = sub.add_parser(
+        "share",
+        help="give a user READ, EDIT or MANAGE on an experiment of a tracking server that runs MLflow's "
+        "authentication app, or take it back",
+    )
+    share.add_argument("experiment", metavar="EXPERIMENT", help="the experiment's name, e.g. /Shared/vision/resnet")
+    share.add_argument("--user", required=True, help="the MLflow user name")
+    how = share.add_mutually_exclusive_group(required=True)
+    how.add_argument("--level", choices=LEVELS, type=str.upper, help="the permission to give (replaces theirs)")
+    how.add_argument("--revoke", action="store_true", help="take their grant back")
+    share.add_argument("-o", "--output", choices=["json"], help=json_help)
 
     from .schedule_commands import add_parsers
 

@@ -24,6 +24,8 @@ _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user",
 def dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run(args)
+    if args.command == "share":
+        return share(args)
     jobs = Jobs()
     jobs.create()
     jobs.reap()
@@ -245,4 +247,22 @@ def cancel_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
     for before, after in zip(named, results, strict=True):
         note = after.status if before.active else f"not canceled: already {before.status}"
         print(f"{after.job_run_id}  {note}")
+    return 0
+
+
+def share(args: argparse.Namespace) -> int:
+    """Grant a user a level on an experiment of the tracking server (no job store is opened)."""
+    import dataclasses
+
+    from jupyter_air.tracking.sharing import ShareError
+    from jupyter_air.tracking.sharing import share as grant
+
+    try:
+        done = grant(args.experiment, args.user, args.level)
+    except ShareError as err:
+        raise CliError(str(err), 2 if err.bad_input else 1) from None
+    if args.output == "json":
+        output.print_json(dataclasses.asdict(done), compact=True)
+    else:
+        print(done.describe())
     return 0

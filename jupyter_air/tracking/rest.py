@@ -108,11 +108,11 @@ class RestTracking:
     # -- experiments
 
     def get_experiment(self, experiment_id: str) -> Experiment:
-        return Experiment.of(self._call("GET", "experiments/get", experiment_id=experiment_id)["experiment"])
+        return Experiment.of(self.call("GET", "experiments/get", experiment_id=experiment_id)["experiment"])
 
     def get_experiment_by_name(self, name: str) -> Experiment | None:
         try:
-            found = self._call("GET", "experiments/get-by-name", experiment_name=name)
+            found = self.call("GET", "experiments/get-by-name", experiment_name=name)
         except TrackingError as err:
             if err.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return None
@@ -123,10 +123,10 @@ class RestTracking:
         body = {"name": name, "tags": _pairs(tags or {})}
         if artifact_location:
             body["artifact_location"] = artifact_location
-        return self._call("POST", "experiments/create", body)["experiment_id"]
+        return self.call("POST", "experiments/create", body)["experiment_id"]
 
     def restore_experiment(self, experiment_id: str) -> None:
-        self._call("POST", "experiments/restore", {"experiment_id": experiment_id})
+        self.call("POST", "experiments/restore", {"experiment_id": experiment_id})
 
     # -- runs
 
@@ -139,18 +139,18 @@ class RestTracking:
         }
         if run_name:
             body["run_name"] = run_name
-        return Run.of(self._call("POST", "runs/create", body)["run"])
+        return Run.of(self.call("POST", "runs/create", body)["run"])
 
     def get_run(self, run_id: str) -> Run:
-        return Run.of(self._call("GET", "runs/get", run_id=run_id)["run"])
+        return Run.of(self.call("GET", "runs/get", run_id=run_id)["run"])
 
     def update_run(self, run_id: str, status: str | None = None, name: str | None = None) -> None:
         body = {"run_id": run_id, **({"status": status} if status else {}), **({"run_name": name} if name else {})}
         if len(body) > 1:
-            self._call("POST", "runs/update", body)
+            self.call("POST", "runs/update", body)
 
     def set_terminated(self, run_id: str, status: str) -> None:
-        self._call("POST", "runs/update", {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
+        self.call("POST", "runs/update", {"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)})
 
     def log_batch(self, run_id: str, metrics=(), params: dict | None = None, tags: dict | None = None) -> None:
         body = {
@@ -159,15 +159,15 @@ class RestTracking:
             "params": _pairs(params or {}),
             "tags": _pairs(tags or {}),
         }
-        self._call("POST", "runs/log-batch", body)
+        self.call("POST", "runs/log-batch", body)
 
     def set_tag(self, run_id: str, key: str, value: str) -> None:
-        self._call("POST", "runs/set-tag", {"run_id": run_id, "key": key, "value": value})
+        self.call("POST", "runs/set-tag", {"run_id": run_id, "key": key, "value": value})
 
     def get_metric_history(self, run_id: str, key: str) -> list[Metric]:
         metrics, token = [], None
         while True:
-            page = self._call(
+            page = self.call(
                 "GET", "metrics/get-history", run_id=run_id, metric_key=key, max_results=25000, page_token=token
             )
             metrics += [Metric.of(m) for m in page.get("metrics", [])]
@@ -202,8 +202,9 @@ class RestTracking:
 
     # -- transport
 
-    def _call(self, method: str, endpoint: str, body: dict | None = None, **query) -> dict:
-        path = self._prefix + API + endpoint
+    def call(self, method: str, endpoint: str, body: dict | None = None, api: str = API, **query) -> dict:
+        """One request to MLflow's REST API (``endpoint`` under ``api``, 2.0's by default): its JSON answer."""
+        path = self._prefix + api + endpoint
         query = {k: v for k, v in query.items() if v is not None}
         if query:
             path += "?" + urlencode(query)

@@ -11,11 +11,11 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from contextlib import redirect_stdout
 
 import pytest
-from ray_cluster import actor_processes, agent_processes, free_port
+from ray_cluster import actor_processes, agent_processes
+from tracking_servers import tracking_server
 
 from jupyter_air import distributed
 from jupyter_air.cluster.errors import TrackingUnreachable
@@ -23,56 +23,12 @@ from jupyter_air.training.errors import NodeLost
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
-#: Seconds `mlflow server` may take to answer /health (about 20 s on a quiet machine).
-_SERVER_START_SECONDS = 180
-
 
 @pytest.fixture(scope="module")
 def mlflow_server(tmp_path_factory):
-    """A real `mlflow server` on 127.0.0.1 with a SQLite database and served artifacts: its http:// URI."""
-    folder = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        "--backend-store-uri",
-        f"sqlite:///{folder / 'mlflow.db'}",
-        "--serve-artifacts",
-        "--artifacts-destination",
-        str(folder / "artifacts"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "1",
-    ]
-    log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    yield f"http://127.0.0.1:{port}", server
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-    log.close()
-
-
-def wait_for_health(uri: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + _SERVER_START_SECONDS
-    while True:
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        assert server.poll() is None, "mlflow server exited"
-        assert time.monotonic() < deadline, "mlflow server did not answer /health"
-        time.sleep(0.5)
+    """A real `mlflow server` on 127.0.0.1 (:mod:`tracking_servers`), started at once, waited for by ``two_hosts``."""
+    with tracking_server(tmp_path_factory.mktemp("mlflow-server")) as server:
+        yield server
 
 
 #: GPUs of each labelled node: more than the session cluster's own nodes have, so 3-GPU calls land only here.
@@ -85,7 +41,7 @@ def two_hosts(ray_cluster, mlflow_server):
     each; and the MLflow server, ready. The nodes are removed after the module (one is lost by then)."""
     nodes = [ray_cluster.add_node(gpus=HOST_GPUS, cpus=HOST_GPUS, host=host) for host in ("host-a", "host-b")]
     ray_cluster.wait_for_nodes()
-    wait_for_health(*mlflow_server)
+    mlflow_server.ready()
     yield ray_cluster, nodes
     for node in nodes:
         with contextlib.suppress(Exception):  # the lost node's raylet is already gone
@@ -119,7 +75,7 @@ def test_ray_client_mode_runs_calls_from_a_machine_outside_the_cluster(two_hosts
     from mlflow.tracking import MlflowClient
 
     # Given a kernel that reaches the cluster only through Ray Client (ray://), tracking to the shared server
-    uri, _ = mlflow_server
+    uri = mlflow_server.uri
     client_port = two_hosts[0].client_port
     script = tmp_path / "client_call.py"
     script.write_text(CLIENT_CALL)
@@ -174,7 +130,7 @@ def test_a_shared_mlflow_server_tracks_a_call_across_hosts(on_two_hosts, store, 
     from mlflow.tracking import MlflowClient
 
     # Given a shared MLflow tracking server over HTTP
-    uri, _ = mlflow_server
+    uri = mlflow_server.uri
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     train = distributed(log_from_rank_0, gpus=HOST_GPUS, nodes=2, experiment="hosts-http", log_system_metrics=False)
 
@@ -210,7 +166,7 @@ def test_a_node_lost_mid_call_fails_naming_it_and_leaves_nothing(on_two_hosts, s
     from mlflow.tracking import MlflowClient
 
     # Given a call looping in all-reduce on both nodes (tracked by the shared server)
-    uri, _ = mlflow_server
+    uri = mlflow_server.uri
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     train = distributed(
         all_reduce_forever, gpus=HOST_GPUS, nodes=2, experiment="hosts-node-lost", log_system_metrics=False

@@ -8,16 +8,14 @@ import http.client
 import json
 import os
 import pathlib
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import tracking_servers
 
 from jupyter_air.tracking.entities import TrackingError
 
@@ -49,31 +47,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def tracking_server(tmp_path_factory):
     """A real `mlflow server` on 127.0.0.1 (SQLite, served artifacts), answering: its http:// URI."""
-    folder = tmp_path_factory.mktemp("tracking-server")
-    port = _free_port()
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'm.db'}"]
-    command += ["--serve-artifacts", "--artifacts-destination", str(folder / "artifacts")]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    with open(folder / "server.log", "wb") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_SECONDS
-    while True:
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    break
-        except OSError:
-            pass
-        assert server.poll() is None and time.monotonic() < deadline, "mlflow server did not start"
-        time.sleep(0.5)
-    yield uri
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
+    with tracking_servers.tracking_server(tmp_path_factory.mktemp("tracking-server")) as server:
+        yield server.ready()
 
 
 @pytest.fixture(scope="module")

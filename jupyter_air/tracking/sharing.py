@@ -1,0 +1,101 @@
+"""Share an experiment on a tracking server that runs MLflow's authentication app (``mlflow server --app-name
+basic-auth``): grant a user READ, EDIT or MANAGE on it, or take the grant back, through that app's REST API, as
+the experiment's manager or an admin.
+
+The grant is MLflow's own experiment permission: the MLflow UI, MLflow's clients and jupyter_air's Experiment panel
+all obey it. The caller authenticates as for any run (``MLFLOW_TRACKING_USERNAME``/``PASSWORD`` or
+``MLFLOW_TRACKING_TOKEN``). Knows nothing of the command line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .entities import TrackingError
+
+#: The experiment permissions a user can be given, from least to most.
+LEVELS = ("READ", "EDIT", "MANAGE")
+#: MLflow 3's per-user grant API of the authentication app.
+GRANTS_API = "/api/3.0/mlflow/users/permissions/"
+_WORDS = {"READ": "can now read", "EDIT": "can now read and log to", "MANAGE": "can now manage", None: "lost"}
+HOW_TO_SERVE = (
+    "Sharing needs a tracking server that runs MLflow's authentication app (`mlflow server --app-name "
+    "basic-auth`, MLflow 3.17 or later, from `pip install 'mlflow[auth]'`): set MLFLOW_TRACKING_URI to its "
+    "http(s):// address and MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD to your account there"
+)
+
+
+class ShareError(Exception):
+    """A grant that cannot be made; ``bad_input`` when the user asked for something that cannot be (exit 2)."""
+
+    def __init__(self, message: str, bad_input: bool = False):
+        super().__init__(message)
+        self.bad_input = bad_input
+
+
+@dataclass(frozen=True)
+class Grant:
+    experiment_name: str
+    experiment_id: str
+    user: str
+    level: str | None  # None: the grant was taken back (the server's default permission applies)
+    server: str
+
+    def describe(self) -> str:
+        if self.level is None:
+            return f"{self.user} lost their grant on experiment {self.experiment_name!r} on {self.server}"
+        return f"{self.user} {_WORDS[self.level]} experiment {self.experiment_name!r} ({self.level}) on {self.server}"
+
+
+def share(experiment_name: str, user: str, level: str | None) -> Grant:
+    """Give ``user`` ``level`` on the experiment named ``experiment_name`` of ``$MLFLOW_TRACKING_URI`` (a grant
+    they had is replaced), or take their grant back (``level`` None). Raises ShareError, with the server's own
+    words where it refused."""
+    if level is not None and level not in LEVELS:
+        raise ShareError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}", bad_input=True)
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri.startswith(("http://", "https://")):
+        where = f"this session tracks into {uri}" if uri else "this session tracks into the embedded local store"
+        raise ShareError(f"{where}, which only you can open. {HOW_TO_SERVE}.", bad_input=True)
+    from .rest import RestTracking
+
+    server = RestTracking.http(uri)
+    try:
+        experiment = server.get_experiment_by_name(experiment_name)
+        if experiment is None:
+            raise ShareError(
+                f"no experiment {experiment_name!r} on {uri} (or you cannot see it); the Experiment panel and "
+                "the MLflow UI list the ones you can",
+                bad_input=True,
+            )
+        target = {"username": user, "resource_type": "experiment", "resource_id": experiment.experiment_id}
+        if level is None:
+            server.call("POST", "revoke", target, api=GRANTS_API)
+        else:
+            try:
+                server.call("POST", "grant", {**target, "permission": level}, api=GRANTS_API)
+            except TrackingError as err:
+                if err.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                server.call("POST", "revoke", target, api=GRANTS_API)  # the API has no update: replace it
+                server.call("POST", "grant", {**target, "permission": level}, api=GRANTS_API)
+    except TrackingError as err:
+        raise ShareError(_explained(err, uri, user), bad_input=err.error_code == "RESOURCE_DOES_NOT_EXIST") from None
+    finally:
+        server.close()
+    return Grant(experiment.name, experiment.experiment_id, user, level, uri)
+
+
+def _explained(err: TrackingError, uri: str, user: str) -> str:
+    """The server's refusal, with what it means here."""
+    text = str(err)
+    if "ENDPOINT_NOT_FOUND" in text or " 404 " in text:
+        return f"{uri} has no per-user grant API. {HOW_TO_SERVE}. ({text})"
+    if err.error_code == "RESOURCE_DOES_NOT_EXIST":
+        return f"{text} (an admin of the MLflow server creates users; a grant taken back must exist)"
+    if " 401 " in text:
+        return f"{text} (set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD to your account on {uri})"
+    if " 403 " in text:
+        return f"{text} (only the experiment's managers and the server's admins can share it)"
+    return text

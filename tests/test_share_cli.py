@@ -1,0 +1,131 @@
+"""`air share`: experiment permissions on a real `mlflow server --app-name basic-auth` over HTTP (127.0.0.1), with
+the server's default permission NO_PERMISSIONS, as a team's shared server runs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from tracking_servers import tracking_server
+
+PASSWORDS = {"admin": "admin-password-9f3", "alice": "alice-password-2c7", "bob": "bob-password-5e1"}
+EXPERIMENT = "/Shared/vision/resnet"
+
+
+def _rest(uri: str, user: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
+    """One request to the server as ``user``: (status, JSON answer or text)."""
+    token = base64.b64encode(f"{user}:{PASSWORDS[user]}".encode()).decode()
+    request = urllib.request.Request(
+        uri + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Basic {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            status, text = answer.status, answer.read().decode()
+    except urllib.error.HTTPError as err:
+        status, text = err.code, err.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory):
+    """The server, with users alice and bob, and alice's experiment (she manages it as its creator)."""
+    folder = tmp_path_factory.mktemp("auth-server")
+    (folder / "auth.ini").write_text(
+        "[mlflow]\ndefault_permission = NO_PERMISSIONS\n"
+        f"database_uri = sqlite:///{folder / 'auth.db'}\nadmin_username = admin\n"
+        f"admin_password = {PASSWORDS['admin']}\n"
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_AUTH_CONFIG_PATH=str(folder / "auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="test-secret-key")
+    with tracking_server(folder, "--app-name", "basic-auth", env=env) as server:
+        uri = server.ready()
+        for user in ("alice", "bob"):
+            body = {"username": user, "password": PASSWORDS[user]}
+            status, answer = _rest(uri, "admin", "POST", "/api/2.0/mlflow/users/create", body)
+            assert status == 200, answer
+        status, _ = _rest(uri, "alice", "POST", "/api/2.0/mlflow/experiments/create", {"name": EXPERIMENT})
+        assert status == 200
+        yield uri
+
+
+def _air_share(uri: str | None, user: str, *args: str, home=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    if uri:
+        env.update(MLFLOW_TRACKING_URI=uri, MLFLOW_TRACKING_USERNAME=user, MLFLOW_TRACKING_PASSWORD=PASSWORDS[user])
+    if home is not None:
+        env["AIR_HOME"] = str(home)
+    command = [sys.executable, "-m", "jupyter_air.cli", "share", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _bob_reads(uri: str) -> int:
+    return _rest(uri, "bob", "GET", f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={EXPERIMENT}")[0]
+
+
+def _bob_logs(uri: str) -> int:
+    status, found = _rest(uri, "alice", "GET", f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={EXPERIMENT}")
+    experiment_id = found["experiment"]["experiment_id"]
+    return _rest(uri, "bob", "POST", "/api/2.0/mlflow/runs/create", {"experiment_id": experiment_id})[0]
+
+
+def test_the_owner_shares_an_experiment_read_then_edit_then_takes_it_back(auth_server):
+    # Given alice's experiment, which bob can neither read nor log to (the server grants nothing by default)
+    assert (_bob_reads(auth_server), _bob_logs(auth_server)) == (403, 403)
+
+    # When alice shares it with bob to read
+    done = _air_share(auth_server, "alice", EXPERIMENT, "--user", "bob", "--level", "read")
+    # Then it says so, and bob can read it but not log to it
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"bob can now read experiment {EXPERIMENT!r} (READ) on {auth_server}"
+    assert (_bob_reads(auth_server), _bob_logs(auth_server)) == (200, 403)
+
+    # When she raises it to EDIT (a grant bob already has is replaced), Then bob can log runs there
+    done = _air_share(auth_server, "alice", EXPERIMENT, "--user", "bob", "--level", "EDIT", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "experiment_name": EXPERIMENT,
+        "experiment_id": json.loads(done.stdout)["experiment_id"],
+        "user": "bob",
+        "level": "EDIT",
+        "server": auth_server,
+    }
+    assert (_bob_reads(auth_server), _bob_logs(auth_server)) == (200, 200)
+
+    # When she takes it back, Then bob is refused again
+    done = _air_share(auth_server, "alice", EXPERIMENT, "--user", "bob", "--revoke")
+    assert done.returncode == 0, done.stderr and "lost their grant" in done.stdout
+    assert _bob_reads(auth_server) == 403
+
+
+def test_refusals_say_why_in_mlflows_words_and_bad_input_exits_2(auth_server, tmp_path):
+    # When bob, who cannot manage alice's experiment, tries to share it: 1, with the server's refusal explained
+    denied = _air_share(auth_server, "bob", EXPERIMENT, "--user", "bob", "--level", "MANAGE")
+    assert denied.returncode == 1 and "403" in denied.stderr and "managers" in denied.stderr
+    assert _bob_reads(auth_server) == 403
+
+    # When the user or the experiment does not exist, or the level is not one: 2, naming what is wrong
+    no_user = _air_share(auth_server, "alice", EXPERIMENT, "--user", "carol", "--level", "READ")
+    assert no_user.returncode == 2 and "carol" in no_user.stderr and "admin" in no_user.stderr
+    no_experiment = _air_share(auth_server, "alice", "/Shared/none", "--user", "bob", "--level", "READ")
+    assert no_experiment.returncode == 2 and "no experiment '/Shared/none'" in no_experiment.stderr
+    bad_level = _air_share(auth_server, "alice", EXPERIMENT, "--user", "bob", "--level", "OWNER")
+    assert bad_level.returncode == 2 and "READ" in bad_level.stderr and "MANAGE" in bad_level.stderr
+
+    # When the session tracks into the embedded store: 2, saying what a shared server needs; nothing is created
+    home = tmp_path / "air"
+    local = _air_share(None, "alice", EXPERIMENT, "--user", "bob", "--level", "READ", home=home)
+    assert local.returncode == 2 and "--app-name basic-auth" in local.stderr and "MLFLOW_TRACKING_URI" in local.stderr
+    assert not home.exists()

@@ -12,7 +12,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from tracking_servers import tracking_server
+from tornado.httpclient import HTTPClientError
+from tracking_servers import auth_tracking_server, create_user
 
 PASSWORDS = {"admin": "admin-password-9f3", "alice": "alice-password-2c7", "bob": "bob-password-5e1"}
 EXPERIMENT = "/Shared/vision/resnet"
@@ -42,20 +43,10 @@ def _rest(uri: str, user: str, method: str, path: str, body: dict | None = None)
 def auth_server(tmp_path_factory):
     """The server, with users alice and bob, and alice's experiment (she manages it as its creator)."""
     folder = tmp_path_factory.mktemp("auth-server")
-    (folder / "auth.ini").write_text(
-        "[mlflow]\ndefault_permission = NO_PERMISSIONS\n"
-        f"database_uri = sqlite:///{folder / 'auth.db'}\nadmin_username = admin\n"
-        f"admin_password = {PASSWORDS['admin']}\n"
-        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env.update(MLFLOW_AUTH_CONFIG_PATH=str(folder / "auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="test-secret-key")
-    with tracking_server(folder, "--app-name", "basic-auth", env=env) as server:
+    with auth_tracking_server(folder, PASSWORDS["admin"]) as server:
         uri = server.ready()
         for user in ("alice", "bob"):
-            body = {"username": user, "password": PASSWORDS[user]}
-            status, answer = _rest(uri, "admin", "POST", "/api/2.0/mlflow/users/create", body)
-            assert status == 200, answer
+            create_user(uri, PASSWORDS["admin"], user, PASSWORDS[user])
         status, _ = _rest(uri, "alice", "POST", "/api/2.0/mlflow/experiments/create", {"name": EXPERIMENT})
         assert status == 200
         yield uri
@@ -129,3 +120,49 @@ def test_refusals_say_why_in_mlflows_words_and_bad_input_exits_2(auth_server, tm
     local = _air_share(None, "alice", EXPERIMENT, "--user", "bob", "--level", "READ", home=home)
     assert local.returncode == 2 and "--app-name basic-auth" in local.stderr and "MLFLOW_TRACKING_URI" in local.stderr
     assert not home.exists()
+
+
+async def _share_route(jp_fetch, experiment, user, level) -> dict:
+    body = json.dumps({"experiment": experiment, "user": user, "level": level})
+    return json.loads((await jp_fetch("jupyter-air", "experiments", "share", method="POST", body=body)).body)
+
+
+async def _refused(jp_fetch, experiment, user, level) -> tuple[int, str]:
+    with pytest.raises(HTTPClientError) as caught:
+        await _share_route(jp_fetch, experiment, user, level)
+    return caught.value.code, json.loads(caught.value.response.body)["message"]
+
+
+async def test_the_panels_route_shares_with_the_servers_credentials_and_says_why_not(
+    auth_server, jp_fetch, monkeypatch
+):
+    # Given a Jupyter server whose tracking server is the team's, as alice
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", auth_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORDS["alice"])
+
+    # When the panel asks whether it can share, Then it can, on that server
+    info = json.loads((await jp_fetch("jupyter-air", "experiments", "share")).body)
+    assert info == {"available": True, "server": auth_server, "reason": None}
+
+    # When it gives bob EDIT, then takes it back, Then bob can log runs, then cannot even read
+    grant = await _share_route(jp_fetch, EXPERIMENT, "bob", "EDIT")
+    assert (grant["user"], grant["level"], grant["experiment_name"]) == ("bob", "EDIT", EXPERIMENT)
+    assert _bob_logs(auth_server) == 200
+    assert (await _share_route(jp_fetch, EXPERIMENT, "bob", None))["level"] is None
+    assert _bob_reads(auth_server) == 403
+
+    # When the user is unknown or the level is not one: 400 naming it; when the tracking server refuses: 502
+    assert (await _refused(jp_fetch, EXPERIMENT, "carol", "READ"))[0] == 400
+    code, message = await _refused(jp_fetch, EXPERIMENT, "bob", "OWNER")
+    assert code == 400 and "'OWNER'" in message
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "bob")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORDS["bob"])
+    code, message = await _refused(jp_fetch, EXPERIMENT, "bob", "MANAGE")
+    assert code == 502 and "403" in message
+
+    # When the server tracks into the embedded store, Then sharing is not offered, and a POST says why
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    info = json.loads((await jp_fetch("jupyter-air", "experiments", "share")).body)
+    assert info["available"] is False and "--app-name basic-auth" in info["reason"]
+    assert (await _refused(jp_fetch, EXPERIMENT, "bob", "READ"))[0] == 400

@@ -1,9 +1,11 @@
 """A real `mlflow server` over HTTP on 127.0.0.1 for tests: SQLite, served artifacts, one worker; stopped with its
-process group."""
+process group. Optionally with MLflow's authentication app and its users."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import os
 import pathlib
 import signal
@@ -69,3 +71,29 @@ def tracking_server(folder: pathlib.Path, *args: str, env: dict[str, str] | None
         yield server
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def auth_tracking_server(folder: pathlib.Path, admin_password: str):
+    """A :class:`TrackingServer` running MLflow's authentication app, granting nothing by default
+    (``default_permission = NO_PERMISSIONS``) as a team's server does; its admin is ``admin``."""
+    (folder / "auth.ini").write_text(
+        f"[mlflow]\ndefault_permission = NO_PERMISSIONS\ndatabase_uri = sqlite:///{folder / 'auth.db'}\n"
+        f"admin_username = admin\nadmin_password = {admin_password}\n"
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_AUTH_CONFIG_PATH=str(folder / "auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="test-secret-key")
+    with tracking_server(folder, "--app-name", "basic-auth", env=env) as server:
+        yield server
+
+
+def create_user(uri: str, admin_password: str, user: str, password: str) -> None:
+    """Create an MLflow user on an :func:`auth_tracking_server` (as its admin)."""
+    admin = base64.b64encode(f"admin:{admin_password}".encode()).decode()
+    request = urllib.request.Request(
+        f"{uri}/api/2.0/mlflow/users/create",
+        data=json.dumps({"username": user, "password": password}).encode(),
+        headers={"Authorization": f"Basic {admin}", "Content-Type": "application/json"},
+    )
+    urllib.request.urlopen(request, timeout=60).close()

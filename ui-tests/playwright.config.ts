@@ -2,7 +2,8 @@
  * Browser tests against real JupyterLab servers in Debian's Chromium:
  * one server per GPU source (simulated, none), one without the server extension, one for training runs,
  * one with Jupyter's login on, one for the Experiment panel, one with the tests' fake NVML for idle GPU
- * holders and one watching a Ray cluster on loopback.
+ * holders, one tracking into a team's MLflow server with its authentication app, and one watching a Ray cluster
+ * on loopback.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as fs from 'fs';
@@ -40,6 +41,12 @@ export const HOLDERS_NVML_FILE = path.join(
   process.env.JUPYTER_AIR_UI_HOLDERS_DIR,
   'processes.json'
 );
+
+/** Where the sharing server's MLflow server keeps its data and writes `mlflow.json` (its URI, bob's password). */
+process.env.JUPYTER_AIR_UI_SHARING_DIR ??= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'jupyter-air-ui-sharing-')
+);
+export const SHARING_DIR = process.env.JUPYTER_AIR_UI_SHARING_DIR;
 
 /** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
 export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
@@ -93,6 +100,13 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
       JUPYTER_AIR_UI_FAKE_NVML: HOLDERS_NVML_FILE,
       AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
     }
+  },
+  {
+    // A team's MLflow server with its authentication app, tracked into as alice (sharing_server.py).
+    name: 'sharing',
+    port: PORT_BASE + 8,
+    command: 'jlpm start:sharing',
+    env: { AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-')) }
   },
   {
     // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).

@@ -1,5 +1,5 @@
 """Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs,
-schedules (read, pause, resume, run now).
+schedules (read, pause, resume, run now), sharing an experiment.
 
 MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
 """
@@ -49,6 +49,7 @@ class PanelHandler(BaseHandler):
         naming the file and what to do."""
         from ..home import AirHomeError, UnusableDatabase
         from ..tracking.runs_query import QueryError
+        from ..tracking.sharing import ShareError
         from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
         from ..workloads.logs import BadOffset
         from ..workloads.schedules import ScheduleNotFound
@@ -66,6 +67,16 @@ class PanelHandler(BaseHandler):
             raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
         except (UnusableDatabase, AirHomeError) as err:
             raise tornado.web.HTTPError(503, "%s", str(err)) from None
+        except ShareError as err:  # the tracking server's refusal: 502 with its words
+            raise tornado.web.HTTPError(400 if err.bad_input else 502, "%s", str(err)) from None
+
+    def json_object(self) -> dict:
+        """The request's JSON body as an object; ``{}`` when it is missing or not one."""
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            body = None
+        return body if isinstance(body, dict) else {}
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -124,6 +135,28 @@ class RunsHandler(PanelHandler):
         return paths
 
 
+class ExperimentShareHandler(PanelHandler):
+    """``GET experiments/share``: whether experiments can be shared from here (``{"available", "server",
+    "reason"}``). ``POST`` ``{"experiment", "user", "level"}``: give ``user`` READ, EDIT or MANAGE on the
+    experiment, or take their grant back (``level`` null), with this server's MLflow credentials."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        from ..tracking.sharing import availability
+
+        self.finish(json.dumps(availability()))
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        import dataclasses
+
+        from ..tracking.sharing import share
+
+        body = self.json_object()
+        grant = await self.call(share, body.get("experiment"), body.get("user"), body.get("level"))
+        self.finish(json.dumps(dataclasses.asdict(grant)))
+
+
 class JobsHandler(PanelHandler):
     """``GET jobs[?limit=]``: every `air` job run, newest first. ``POST jobs`` ``{"path": "<file>.yaml"}``: submit
     the workload file at that path under the server's root, as ``air run -f`` does (201 with the new job)."""
@@ -137,11 +170,7 @@ class JobsHandler(PanelHandler):
 
     @tornado.web.authenticated
     async def post(self) -> None:
-        try:
-            body = json.loads(self.request.body or b"null")
-        except ValueError:
-            body = None
-        path = body.get("path") if isinstance(body, dict) else None
+        path = self.json_object().get("path")
         if isinstance(path, str) and await self._hidden(path):
             why = "it is hidden, and this server does not show hidden files (ContentsManager.allow_hidden)"
             raise Refused(f"cannot run {path!r}: {why}", [f"{path!r}: {why}"])

@@ -14,6 +14,7 @@ from .handlers import (
     VersionHandler,
 )
 from .panel_handlers import (
+    ExperimentShareHandler,
     JobCancelHandler,
     JobHandler,
     JobLogDownloadHandler,
@@ -42,6 +43,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/stop", RunStopHandler),
         (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
+        (f"/{NAMESPACE}/experiments/share", ExperimentShareHandler),
         (f"/{NAMESPACE}/runs", RunsHandler),
         (f"/{NAMESPACE}/jobs", JobsHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)", JobHandler),

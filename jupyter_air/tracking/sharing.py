@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from .entities import TrackingError
 
@@ -48,16 +49,26 @@ class Grant:
         return f"{self.user} {_WORDS[self.level]} experiment {self.experiment_name!r} ({self.level}) on {self.server}"
 
 
+def availability() -> dict:
+    """Whether experiments can be shared from this process (``MLFLOW_TRACKING_URI`` is a tracking server), as
+    ``{"available", "server", "reason"}``; no request is made: the server may still lack the grant API."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if uri.startswith(("http://", "https://")):
+        return {"available": True, "server": _shown(uri), "reason": None}
+    return {"available": False, "server": None, "reason": _no_server(uri)}
+
+
 def share(experiment_name: str, user: str, level: str | None) -> Grant:
     """Give ``user`` ``level`` on the experiment named ``experiment_name`` of ``$MLFLOW_TRACKING_URI`` (a grant
     they had is replaced), or take their grant back (``level`` None). Raises ShareError, with the server's own
     words where it refused."""
     if level is not None and level not in LEVELS:
         raise ShareError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}", bad_input=True)
+    if not isinstance(experiment_name, str) or not experiment_name or not isinstance(user, str) or not user:
+        raise ShareError("give the experiment's name and the MLflow user name to share it with", bad_input=True)
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri.startswith(("http://", "https://")):
-        where = f"this session tracks into {uri}" if uri else "this session tracks into the embedded local store"
-        raise ShareError(f"{where}, which only you can open. {HOW_TO_SERVE}.", bad_input=True)
+        raise ShareError(_no_server(uri), bad_input=True)
     from .rest import RestTracking
 
     server = RestTracking.http(uri)
@@ -65,7 +76,7 @@ def share(experiment_name: str, user: str, level: str | None) -> Grant:
         experiment = server.get_experiment_by_name(experiment_name)
         if experiment is None:
             raise ShareError(
-                f"no experiment {experiment_name!r} on {uri} (or you cannot see it); the Experiment panel and "
+                f"no experiment {experiment_name!r} on {_shown(uri)} (or you cannot see it); the Experiment panel and "
                 "the MLflow UI list the ones you can",
                 bad_input=True,
             )
@@ -81,13 +92,24 @@ def share(experiment_name: str, user: str, level: str | None) -> Grant:
                 server.call("POST", "revoke", target, api=GRANTS_API)  # the API has no update: replace it
                 server.call("POST", "grant", {**target, "permission": level}, api=GRANTS_API)
     except TrackingError as err:
-        raise ShareError(_explained(err, uri, user), bad_input=err.error_code == "RESOURCE_DOES_NOT_EXIST") from None
+        raise ShareError(_explained(err, _shown(uri)), bad_input=err.error_code == "RESOURCE_DOES_NOT_EXIST") from None
     finally:
         server.close()
-    return Grant(experiment.name, experiment.experiment_id, user, level, uri)
+    return Grant(experiment.name, experiment.experiment_id, user, level, _shown(uri))
 
 
-def _explained(err: TrackingError, uri: str, user: str) -> str:
+def _no_server(uri: str) -> str:
+    where = f"this session tracks into {_shown(uri)}" if uri else "this session tracks into the embedded local store"
+    return f"{where}, which only you can open. {HOW_TO_SERVE}."
+
+
+def _shown(uri: str) -> str:
+    """``uri`` without a user name or password in it."""
+    parts = urlsplit(uri)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])) if "@" in parts.netloc else uri
+
+
+def _explained(err: TrackingError, uri: str) -> str:
     """The server's refusal, with what it means here."""
     text = str(err)
     if "ENDPOINT_NOT_FOUND" in text or " 404 " in text:

@@ -27,7 +27,8 @@ async function loadedModel(server: FakeRunsServer): Promise<ExperimentModel> {
 /** Render the panel over `model`; every action does nothing unless given. */
 function renderPanel(
   model: ExperimentModel,
-  onOpenUrl: (url: string) => void = () => undefined
+  onOpenUrl: (url: string) => void = () => undefined,
+  onShare?: (experiment: string) => void
 ): void {
   dom.render(
     <ExperimentPanel
@@ -38,6 +39,7 @@ function renderPanel(
       onCancelJob={() => undefined}
       onScheduleAction={() => undefined}
       onCopy={() => undefined}
+      onShare={onShare}
       trans={trans}
     />
   );
@@ -230,6 +232,26 @@ describe('Experiment views', () => {
     // When "Newest first" is chosen again, Then the runs are back in their order
     choose('newest');
     expect(listed()).toEqual(['mid', 'cpu', 'large', 'small']);
+    model.dispose();
+  });
+
+  it("offers Share on the notebook's experiment only where the tracking server can share", async () => {
+    // Given a notebook whose default experiment is /Users/alice/train
+    const server = new FakeRunsServer();
+    server.runs.set('train.ipynb', [makeRun('a', T0)]);
+    const model = await loadedModel(server);
+    const share = () => dom.container.querySelector('.jp-Air-share') as HTMLButtonElement | null;
+    // When the server cannot share (no onShare), Then there is no Share button
+    renderPanel(model);
+    expect(share()).toBeNull();
+    // When it can, Then the experiment is named in the header and Share asks to share that one
+    const onShare = vi.fn();
+    renderPanel(model, undefined, onShare);
+    expect(dom.container.querySelector('.jp-Air-experiment-name')?.textContent).toBe(
+      '/Users/alice/train'
+    );
+    act(() => share()!.click());
+    expect(onShare).toHaveBeenCalledWith('/Users/alice/train');
     model.dispose();
   });
 

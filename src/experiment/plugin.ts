@@ -8,12 +8,15 @@ import { ITranslator, nullTranslator, TranslationBundle } from '@jupyterlab/tran
 
 import { experimentIcon } from '../icon';
 import { addSidebarPanel, followSettings } from '../panel';
+import { requestAPI } from '../request';
 // The panel and its model are made during activation.
 // Runs done while away are watched from the start, panel open or not.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { DoneRuns } from './doneRuns';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentModel } from './model';
+
+import { Sharing } from './sharing';
 import {
   DEFAULT_EXPERIMENT_SETTINGS,
   EXPERIMENT_PLUGIN_ID,
@@ -171,6 +174,7 @@ export const experimentPlugin: JupyterFrontEndPlugin<void> = {
     addRunWorkloadCommand(app, model, fileBrowser, trans);
     const widget = new ExperimentPanelWidget({
       model,
+      sharing: new Sharing(requestAPI),
       onOpenLogs: (jobRunId, attempt, node) =>
         void app.commands.execute(ExperimentCommandIDs.openJobLogs, { jobRunId, attempt, node }),
       trans

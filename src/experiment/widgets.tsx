@@ -1,15 +1,23 @@
 /**
  * The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job or
- * running a schedule now, and shows why a schedule action was refused.
+ * running a schedule now, shows why a schedule action was refused, and asks whom to share an experiment with.
  */
-import { Clipboard, Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import {
+  Clipboard,
+  Dialog,
+  Notification,
+  showDialog,
+  showErrorMessage
+} from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { copyIcon, refreshIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import { ModelView } from '../modelView';
 import { ExperimentPanel } from './components/ExperimentPanel';
 import type { ExperimentModel } from './model';
+import { SHARE_LEVELS, Sharing, ShareLevel } from './sharing';
 import { EXPERIMENT_PANEL_ID, IJob, IRunNowAnswer, ISchedule, ScheduleAction } from './tokens';
 
 export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
@@ -18,6 +26,10 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
     this._options = options;
     this.id = EXPERIMENT_PANEL_ID;
     this.addClass('jp-Air-panel');
+    void options.sharing.info().then(info => {
+      this._shareable = info.available;
+      this.update();
+    });
   }
 
   protected render(): JSX.Element {
@@ -31,6 +43,7 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
         onCancelJob={job => void this._confirmCancel(job)}
         onScheduleAction={(schedule, action) => void this._actOnSchedule(schedule, action)}
         onCopy={text => Clipboard.copyToSystem(text)}
+        onShare={this._shareable ? experiment => void this._share(experiment) : undefined}
         trans={trans}
         refreshIcon={<refreshIcon.react tag="span" className="jp-Air-refresh-icon" />}
         copyIcon={<copyIcon.react tag="span" className="jp-Air-copy-icon" />}
@@ -82,12 +95,76 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
     }
   }
 
+  private async _share(experiment: string): Promise<void> {
+    const { trans, sharing } = this._options;
+    const form = new ShareForm(trans);
+    const answer = await showDialog({
+      title: trans.__('Share %1', experiment),
+      body: form,
+      focusNodeSelector: 'input',
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: trans.__('Share') })]
+    });
+    const { user, level } = form.getValue();
+    if (!answer.button.accept || !user) {
+      return;
+    }
+    try {
+      const grant = await sharing.share(experiment, user, level);
+      const done =
+        grant.level === null
+          ? trans.__('%1 no longer has a grant on %2', grant.user, experiment)
+          : trans.__('%1 has %2 on %3', grant.user, grant.level, experiment);
+      Notification.success(done, { autoClose: 5000 });
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      await showErrorMessage(trans.__('Sharing %1 failed', experiment), why);
+    }
+  }
+
   private _options: ExperimentPanelWidget.IOptions;
+  private _shareable = false;
+}
+
+/** The Share dialog's body: the colleague's MLflow user name and what they may do. */
+class ShareForm
+  extends Widget
+  implements Dialog.IBodyWidget<{ user: string; level: ShareLevel | null }>
+{
+  constructor(trans: TranslationBundle) {
+    super();
+    this.addClass('jp-Air-share-form');
+    const words: Record<ShareLevel, string> = {
+      READ: trans.__('Can read (READ)'),
+      EDIT: trans.__('Can read and log runs (EDIT)'),
+      MANAGE: trans.__('Can manage and share (MANAGE)')
+    };
+    this._user.className = 'jp-mod-styled';
+    this._user.placeholder = trans.__('MLflow user name');
+    this._user.setAttribute('aria-label', trans.__('MLflow user name'));
+    this._level.className = 'jp-Air-share-level';
+    this._level.setAttribute('aria-label', trans.__('Permission'));
+    for (const level of SHARE_LEVELS) {
+      this._level.add(new Option(words[level], level));
+    }
+    this._level.add(new Option(trans.__('No access (take the grant back)'), ''));
+    this.node.append(this._user, this._level);
+  }
+
+  getValue(): { user: string; level: ShareLevel | null } {
+    return {
+      user: this._user.value.trim(),
+      level: (this._level.value || null) as ShareLevel | null
+    };
+  }
+
+  private _user = document.createElement('input');
+  private _level = document.createElement('select');
 }
 
 export namespace ExperimentPanelWidget {
   export interface IOptions {
     model: ExperimentModel;
+    sharing: Sharing;
     onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
     trans: TranslationBundle;
   }

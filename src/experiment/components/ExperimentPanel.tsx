@@ -20,6 +20,8 @@ export interface IExperimentPanelProps {
   onScheduleAction: (schedule: ISchedule, action: ScheduleAction) => void;
   /** Put a text (a job id) on the clipboard. */
   onCopy: (text: string) => void;
+  /** Share the notebook's experiment with a colleague; absent where the tracking server cannot. */
+  onShare?: (experiment: string) => void;
   trans: TranslationBundle;
   refreshIcon?: React.ReactNode;
   copyIcon?: React.ReactNode;
@@ -52,7 +54,7 @@ function useNow(running: boolean): number {
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
   const { model, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } = props;
-  const { refreshIcon, copyIcon } = props;
+  const { refreshIcon, copyIcon, onShare } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const [order, setOrder] = React.useState<RunOrder>('newest');
   const nowMs = useNow(model.active);
@@ -63,6 +65,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
   const chosen = [...selected].filter(id => held.has(id));
   const compareUrl = chosen.length >= 2 ? model.compareUrl(chosen) : null;
   const error = model.error;
+  const experiment = path !== null ? (model.runsPayload?.default_experiment ?? null) : null;
   const toggle = (runId: string) => {
     const next = new Set(selected);
     if (!next.delete(runId)) {
@@ -90,6 +93,20 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             <span>{trans.__('Refresh')}</span>
           </button>
         </div>
+        {experiment && onShare ? (
+          <div className="jp-Air-header-experiment">
+            <span className="jp-Air-experiment-name" title={trans.__('Experiment: %1', experiment)}>
+              {experiment}
+            </span>
+            <button
+              className="jp-Air-share jp-mod-styled"
+              title={trans.__('Give a colleague access to this experiment on the tracking server')}
+              onClick={() => onShare(experiment)}
+            >
+              {trans.__('Share…')}
+            </button>
+          </div>
+        ) : null}
       </div>
       {model.pausedAfterSeconds !== null ? (
         <PausedBanner timeoutSeconds={model.pausedAfterSeconds} trans={trans} />

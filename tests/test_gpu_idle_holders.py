@@ -240,3 +240,30 @@ def test_a_process_of_no_kernel_is_looked_up_once_while_the_kernels_stay_the_sam
     children[999] = 303
     assert _listed(holders, sample, [_kernel(101), _kernel(303)], at + 5) == [("kernel-101", 0), ("kernel-303", 0)]
     assert looked_up.count(999) == 2
+
+
+async def test_a_ray_error_leaves_the_nodes_out_of_the_check_said_once_not_the_servers_own_node():
+    # Given the check of a server whose Ray cluster's tables cannot be read (a GCS error, not an unreachable cluster)
+    import logging
+
+    from jupyter_air.server.tasks import IdleHolderChecks
+
+    class Failing:
+        async def holdings(self, kernel_pids, since):
+            raise RuntimeError("GCS RPC failed")
+
+    records = []
+    log = logging.getLogger("air-test-idle")
+    log.addHandler(handler := logging.Handler())
+    handler.emit = records.append
+    checks = IdleHolderChecks(None, None, None, None, 60, log, cluster=Failing())
+    try:
+        # When two checks ask for the nodes' part
+        parts = [await checks._nodes([_kernel(101)]), await checks._nodes([_kernel(101)])]
+    finally:
+        log.removeHandler(handler)
+    # Then both go on without the nodes, and the failure is said once
+    assert parts == [[], []]
+    assert [r.getMessage() for r in records] == [
+        "jupyter_air: the idle GPU holder check of the Ray nodes failed: GCS RPC failed"
+    ]

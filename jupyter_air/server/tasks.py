@@ -164,6 +164,7 @@ class IdleHolderChecks:
         self._last_ms: int | None = None
         self._running = False
         self._failing = False
+        self._nodes_failing = False
         self._callback = PeriodicCallback(self._check, interval_seconds * 1000)
 
     def start(self) -> None:
@@ -197,14 +198,21 @@ class IdleHolderChecks:
         self.holders.check(samples, kernels, time.time(), nodes)
 
     async def _nodes(self, kernels) -> list:
-        """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why)."""
+        """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why) or
+        its tables cannot be read (said once while it lasts): this server's own node is checked all the same."""
         from ..gpu.cluster import ClusterUnavailable
 
         if self.cluster is None:
             return []
         try:
             nodes = await self.cluster.holdings({k.pid: k.kernel_id for k in kernels if k.pid}, self._nodes_since)
+            self._nodes_failing = False
         except ClusterUnavailable:
+            nodes = []
+        except Exception as exc:  # noqa: BLE001 - a Ray error must not blind the check of this node
+            if not self._nodes_failing:
+                self.log.warning("jupyter_air: the idle GPU holder check of the Ray nodes failed: %s", exc)
+                self._nodes_failing = True
             nodes = []
         since = {n.node_id: n.samples[-1][0] for n in nodes if n.samples}
         self._nodes_since = {n.node_id: since.get(n.node_id, self._nodes_since.get(n.node_id)) for n in nodes}

@@ -166,3 +166,49 @@ async def test_the_panels_route_shares_with_the_servers_credentials_and_says_why
     info = json.loads((await jp_fetch("jupyter-air", "experiments", "share")).body)
     assert info["available"] is False and "--app-name basic-auth" in info["reason"]
     assert (await _refused(jp_fetch, EXPERIMENT, "bob", "READ"))[0] == 400
+
+
+def test_a_job_grant_gives_the_matching_experiment_grant_and_a_refused_one_changes_nothing(
+    auth_server, tmp_path, monkeypatch
+):
+    from jupyter_air.tracking.sharing import ShareError
+    from jupyter_air.workloads.access import Access
+    from jupyter_air.workloads.jobs import Jobs
+    from jupyter_air.workloads.permissions import Caller
+
+    class Team:  # the users a hub would know
+        def has_user(self, name):
+            return name in ("alice", "bob", "carol")
+
+        def has_group(self, name):
+            return False
+
+    # Given alice's job whose runs go to the team's tracking server, as alice's session sees it
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", auth_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "alice")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORDS["alice"])
+    jobs = Jobs(tmp_path / "air", Caller("alice"), Team())
+    workload = {"experiment_name": EXPERIMENT, "compute": {"num_accelerators": 0}, "max_retries": 0}
+    job = jobs.store.create_job(workload, "w.yaml", "alice", "local", auth_server).job_run_id
+    assert _bob_reads(auth_server) == 403
+
+    # When alice gives bob CAN_VIEW on the job, Then bob can read the experiment too (READ), not log to it
+    answer = Access(jobs).grant(job, user="bob", level="CAN_VIEW")
+    assert answer["experiment_grant"] == f"bob can now read experiment {EXPERIMENT!r} (READ) on {auth_server}"
+    assert (_bob_reads(auth_server), _bob_logs(auth_server)) == (200, 403)
+    # When she raises it to CAN_MANAGE_RUN, Then bob can log runs there (EDIT)
+    Access(jobs).grant(job, user="bob", level="CAN_MANAGE_RUN")
+    assert _bob_logs(auth_server) == 200
+
+    # When the tracking server refuses the experiment grant (carol has no MLflow account), Then the job grant is
+    # not made either
+    with pytest.raises(ShareError):
+        Access(jobs).grant(job, user="carol", level="CAN_VIEW")
+    assert [g["user"] for g in Access(jobs).list(job)["grants"]] == ["bob"]
+
+    # When she takes bob's job grant back, Then his experiment grant stays (`air share --revoke` takes it)
+    answer = Access(jobs).grant(job, user="bob")
+    assert answer["grants"] == [] and "air share --revoke" in answer["experiment_grant"]
+    assert _bob_reads(auth_server) == 200
+    _air_share(auth_server, "alice", EXPERIMENT, "--user", "bob", "--revoke")
+    assert _bob_reads(auth_server) == 403

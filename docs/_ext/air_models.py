@@ -55,6 +55,12 @@ def _rows(model: type[BaseModel], schema: dict, definitions: dict, prefix: str) 
     for name, prop in schema["properties"].items():
         field = model.model_fields[name]
         ref = prop.get("$ref") or next((o["$ref"] for o in prop.get("anyOf", []) if "$ref" in o), None)
+        if "$ref" in prop.get("items", {}):  # a list of a nested model (`permissions:`): its fields as `name[].field`
+            nested = definitions[prop["items"]["$ref"].rsplit("/", 1)[1]]
+            text = md_text(field.description or "")
+            rows.append(f"| `{prefix}{name}` | list of mappings | {_default(model, name)} | {text} |")
+            rows += _rows(field.annotation.__args__[0], nested, definitions, f"{prefix}{name}[].")
+            continue
         if ref:  # a nested model, or an optional one (`schedule:`)
             nested = definitions[ref.rsplit("/", 1)[1]]
             kind, annotation = "mapping", field.annotation

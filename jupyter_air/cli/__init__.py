@@ -1,5 +1,5 @@
 """The `air` command (also `jupyter air`): run, list, get, logs and cancel workloads; schedule them; share
-experiments."""
+experiments and jobs."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ EPILOG = """examples:
   air schedules list
   air list --schedule nightly-train --all-status
   air share /Shared/vision/resnet --user bob --level READ
+  air permissions JOB_RUN_ID --user bob --level CAN_VIEW
 """
 
 
@@ -124,9 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--revoke", action="store_true", help="take their grant back")
     share.add_argument("-o", "--output", choices=["json"], help=json_help)
 
+    from .permission_commands import add_parser
     from .schedule_commands import add_parsers
 
     add_parsers(sub, json_help)
+    add_parser(sub, json_help)
     return parser
 
 

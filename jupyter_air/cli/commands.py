@@ -33,6 +33,10 @@ def dispatch(args: argparse.Namespace) -> int:
         from . import schedule_commands
 
         return schedule_commands.dispatch(jobs, args)
+    if args.command == "permissions":
+        from .permission_commands import permissions
+
+        return permissions(jobs, args)
     handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
     return handler(jobs, args)
 

@@ -1,5 +1,5 @@
-"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs,
-schedules (read, pause, resume, run now), sharing an experiment.
+"""Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs
+and permissions, schedules (read, pause, resume, run now), sharing an experiment.
 
 MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
 """
@@ -46,12 +46,13 @@ class PanelHandler(BaseHandler):
         """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
         workload that cannot be submitted: 400 with every problem in ``errors``), a job that is not active or a
         schedule already at its ``max_concurrent_runs`` 409, a database it cannot use (damaged, a full disk) 503
-        naming the file and what to do."""
+        naming the file and what to do, a caller without the job permission it needs 403 saying whom to ask."""
         from ..home import AirHomeError, UnusableDatabase
         from ..tracking.runs_query import QueryError
         from ..tracking.sharing import ShareError
         from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
         from ..workloads.logs import BadOffset
+        from ..workloads.permissions import BadGrant, Forbidden
         from ..workloads.schedules import ScheduleNotFound
         from ..workloads.tick import Busy
 
@@ -59,7 +60,9 @@ class PanelHandler(BaseHandler):
             return await IOLoop.current().run_in_executor(None, function, *args)
         except (JobNotFound, OutOfRange, ScheduleNotFound) as err:
             raise tornado.web.HTTPError(404, "%s", err.args[0]) from None
-        except (QueryError, BadOffset) as err:
+        except Forbidden as err:
+            raise tornado.web.HTTPError(403, "%s", err.args[0]) from None
+        except (QueryError, BadOffset, BadGrant) as err:
             raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
         except SubmitError as err:
             raise Refused(err.args[0], err.problems) from None
@@ -205,6 +208,22 @@ class JobCancelHandler(PanelHandler):
     @tornado.web.authenticated
     async def post(self, job_run_id: str) -> None:
         self.finish(json.dumps(await self.call(self.jobs.cancel, job_run_id)))
+
+
+class JobPermissionsHandler(PanelHandler):
+    """``GET jobs/<id>/permissions``: the job's owner, its grants and the caller's level, as ``air permissions -o
+    json`` prints them. ``PUT`` ``{"user": U, "level": L}`` (or ``"group"``; ``level`` null takes it back): what
+    ``air permissions --user U --level L`` does, answered with the listing and ``experiment_grant``."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        self.finish(json.dumps(await self.call(self.jobs.permissions, job_run_id)))
+
+    @tornado.web.authenticated
+    async def put(self, job_run_id: str) -> None:
+        body = self.json_object()
+        who = (body.get("user"), body.get("group"), body.get("level"))
+        self.finish(json.dumps(await self.call(self.jobs.grant, job_run_id, *who)))
 
 
 class JobLogsHandler(PanelHandler):

@@ -19,6 +19,7 @@ from .panel_handlers import (
     JobHandler,
     JobLogDownloadHandler,
     JobLogsHandler,
+    JobPermissionsHandler,
     JobsHandler,
     RunsHandler,
     ScheduleActionHandler,
@@ -50,6 +51,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (rf"/{NAMESPACE}/jobs/([^/]+)/logs", JobLogsHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)/logs/download", JobLogDownloadHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)/cancel", JobCancelHandler),
+        (rf"/{NAMESPACE}/jobs/([^/]+)/permissions", JobPermissionsHandler),
         (f"/{NAMESPACE}/schedules", SchedulesHandler),
         (rf"/{NAMESPACE}/schedules/([^/]+)/(pause|resume|run-now)", ScheduleActionHandler),
     ]

@@ -54,3 +54,21 @@ def check_compute(num_accelerators: int, accelerator_type: str | None, node: Nod
                 f" GPU(s) but this node has {len(matching)} ({names}){note}"
             )
     return None
+
+
+def local_count() -> int:
+    """How many usable GPUs this node has."""
+    return len(node_gpus().gpus)
+
+
+def check_local(num_accelerators: int, accelerator_type: str | None) -> tuple[str | None, list[str]]:
+    """Why this node cannot run the compute request (``field.path: why``, None when it can), and notes to show
+    (simulated GPUs are no hardware)."""
+    if not (num_accelerators or accelerator_type):
+        return None, []
+    node = node_gpus()
+    problem = check_compute(num_accelerators, accelerator_type, node)
+    if problem is None and node.source == "simulated":
+        note = "GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"
+        return None, [note]
+    return problem, []

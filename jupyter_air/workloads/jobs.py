@@ -21,6 +21,7 @@ from typing import Any
 from jupyter_air.home import open_private
 
 from .logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
+from .permissions import Caller, Directory, OwnerOnly, Permissions, job_target
 from .records import Attempt, Job
 from .store import JobStore
 
@@ -61,11 +62,18 @@ class Resolved:
 class Jobs:
     """The jobs of one AIR_HOME (default ``$AIR_HOME``); blocking (SQLite, processes): keep it off event loops."""
 
-    def __init__(self, home: Path | None = None):
+    def __init__(self, home: Path | None = None, caller: Caller | None = None, directory: Directory | None = None):
+        """``caller``: who asks (None: AIR_HOME's owner, who may do all); ``directory``: whom grants may name
+        (default: the owner alone)."""
         from jupyter_air.home import air_home_path
 
         self.home = Path(home) if home is not None else air_home_path()
+        self.caller, self.directory = caller, directory or OwnerOnly(getpass.getuser())
         self._store: JobStore | None = None
+
+    @property
+    def permissions(self) -> Permissions:
+        return Permissions(self.store, self.directory, self.caller)
 
     @property
     def store(self) -> JobStore:
@@ -116,6 +124,8 @@ class Jobs:
         from jupyter_air.cluster.errors import ClusterError
 
         from .executor import executor_for
+        from .gpus import check_local, local_count
+        from .permissions import grant_problems
         from .scale import ScaleError, plan
         from .spec import Compute
 
@@ -124,21 +134,24 @@ class Jobs:
         spec = {**workload, "compute": dict(workload["compute"])}
         compute = Compute.model_validate({k: v for k, v in spec["compute"].items() if k in Compute.model_fields})
         try:
-            scale = plan(compute, ray_address, _local_gpu_count)
+            scale = plan(compute, ray_address, local_count)
         except ScaleError as err:
             raise _invalid(label, [where(str(err))]) from None
         except ClusterError as err:
             raise SubmitError(str(err), [str(err)], code=1) from None
+        problems = grant_problems(spec.get("permissions", []), self.directory)
         notes, executor = [], scale.executor
         if executor == "local":
-            notes = _check_local_gpus(compute, label, where)
+            problem, notes = check_local(compute.num_accelerators, compute.accelerator_type)
+            problems += [problem] if problem else []
         else:
             shape = {"num_nodes": scale.num_nodes, "gpus_per_node": scale.gpus_per_node, "ray_address": scale.address}
             spec["compute"].update(shape)
             executor = "ray" if is_client(scale.address) else "ray-job"
         problem = executor_for(executor).command_problem(spec)
-        if problem:
-            raise _invalid(label, [where(problem)])
+        problems += [problem] if problem else []
+        if problems:
+            raise _invalid(label, [where(p) for p in problems])
         if executor == "ray-job":
             from . import ray_jobs
 
@@ -176,6 +189,7 @@ class Jobs:
         executor = executor_for(resolved.executor)
         store, user = self.store, user or getpass.getuser()
         job = store.create_job(resolved.workload, resolved.source, user, executor.name, tracking_uri())
+        self.permissions.record(job_target(job), resolved.workload.get("permissions", []), user)
         for name, data in (files or {}).items():
             with open_private(store.job_dir(job.job_run_id) / name, "wb") as f:
                 f.write(data)
@@ -190,23 +204,31 @@ class Jobs:
 
     # Reading and controlling.
 
-    def get(self, job_run_id: str) -> Job:
+    def get(self, job_run_id: str, action: str = "view") -> Job:
+        """The job, once the caller may do ``action`` to it (Forbidden says whom to ask)."""
         store = self._existing()
         job = store.get(job_run_id) if store is not None else None
         if job is None:
             raise JobNotFound(f"no job run {job_run_id[:100]!r} under AIR_HOME {self.home}")
+        if self.caller is not None:
+            self.permissions.require(job_target(job), action)
         return job
 
     def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
-        """Job runs newest first (active ones unless ``active_only`` is False), filtered by equal columns."""
+        """Job runs the caller may see, newest first (active ones unless ``active_only`` is False), filtered by
+        equal columns."""
         store = self._existing()
-        return [] if store is None else store.list(active_only=active_only, limit=limit, **equal)
+        jobs = [] if store is None else store.list(active_only=active_only, limit=limit, **equal)
+        if self.caller is None:
+            return jobs
+        permissions = self.permissions
+        return [job for job in jobs if permissions.level(job_target(job)) is not None]
 
     def cancel(self, job_run_id: str) -> Job:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and return it once it has ended."""
         from .control import cancel
 
-        job = self.get(job_run_id)
+        job = self.get(job_run_id, "cancel")
         if not job.active:
             raise NotActive(f"job run {job_run_id} has already ended ({job.status}); there is nothing to cancel")
         return cancel(self.store, job)
@@ -221,7 +243,7 @@ class Jobs:
     def logs(self, job_run_id: str, attempt: int = -1, node: int = 0, offset: int = 0, limit: int = CHUNK_BYTES):
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``: whole lines, at most ``limit``
         bytes, and the offset to ask for next (``complete`` once the attempt ended and everything was read)."""
-        job = self.get(job_run_id)
+        job = self.get(job_run_id, "logs")
         chosen = self.attempt(job, attempt, node)
         finished = chosen.ended_ms is not None
         chunk = read_chunk(self.log_dir(job, chosen.attempt, node), offset, finished, limit)
@@ -240,7 +262,7 @@ class Jobs:
 
     def log_file(self, job_run_id: str, attempt: int = -1, node: int = 0) -> tuple[Path, int]:
         """The whole log file of ``node`` of ``attempt`` (-1: the latest) and the attempt's number."""
-        job = self.get(job_run_id)
+        job = self.get(job_run_id, "logs")
         chosen = self.attempt(job, attempt, node)
         return self.log_dir(job, chosen.attempt, node) / OUTPUT, chosen.attempt
 
@@ -267,27 +289,6 @@ class Jobs:
                 f"there is no attempt {attempt}"
             )
         return found
-
-
-def _local_gpu_count() -> int:
-    from .gpus import node_gpus
-
-    return len(node_gpus().gpus)
-
-
-def _check_local_gpus(compute, label: str, where: Callable[[str], str]) -> list[str]:
-    """Refuse GPUs this machine does not have (SubmitError); notes to show (simulated GPUs are no hardware)."""
-    if not (compute.num_accelerators or compute.accelerator_type):
-        return []
-    from .gpus import check_compute, node_gpus
-
-    node = node_gpus()
-    problem = check_compute(compute.num_accelerators, compute.accelerator_type, node)
-    if problem:
-        raise _invalid(label, [where(problem)])
-    if node.source == "simulated":
-        return ["GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"]
-    return []
 
 
 def _invalid(label: str, problems: list[str]) -> SubmitError:

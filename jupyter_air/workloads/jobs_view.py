@@ -14,18 +14,21 @@ from pathlib import Path
 from jupyter_air.tracking.links import page_links, ui_fragment
 from jupyter_air.tracking.store import is_remote, tracking_uri
 
+from .access import Access
 from .job_json import job_detail, job_summary
 from .jobs import Jobs, SubmitError
+from .permissions import Caller
 from .records import Attempt, Job
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 
 
 class JobsView:
-    """Answers the jobs routes from the job database under ``home`` (only a submit creates it)."""
+    """Answers the jobs routes from the job database under ``home`` (only a submit creates it), for ``caller`` (None:
+    AIR_HOME's owner) with grants naming the users and groups of ``directory`` (default: the owner alone)."""
 
-    def __init__(self, home: Path, base_url: str = "/"):
-        self.jobs = Jobs(home)
+    def __init__(self, home: Path, base_url: str = "/", caller: Caller | None = None, directory=None):
+        self.jobs = Jobs(home, caller, directory)
         self.base_url = base_url
 
     def list(self, limit: int = DEFAULT_LIMIT) -> dict:
@@ -46,6 +49,14 @@ class JobsView:
     def cancel(self, job_run_id: str) -> dict:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and answer its summary."""
         return self._summary(self.jobs.cancel(job_run_id))
+
+    def permissions(self, job_run_id: str) -> dict:
+        """Who may use the job: its owner, the grants on it (and its schedule's), the caller's level."""
+        return Access(self.jobs).list(self.jobs.get(job_run_id).job_run_id)
+
+    def grant(self, job_run_id: str, user: str | None, group: str | None, level: str | None) -> dict:
+        """Give ``user`` or ``group`` ``level`` on the job (None: take it back), as ``air permissions`` does."""
+        return Access(self.jobs).grant(self.jobs.get(job_run_id, "permissions").job_run_id, user, group, level)
 
     def logs(self, job_run_id: str, attempt: int, node: int, offset: int) -> dict:
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``, and the offset to ask next."""

@@ -106,8 +106,7 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
         kind = "empty" if data is None else f"a {type(data).__name__}"
         problem = f"{label}:1: the workload must be a mapping with experiment_name and command, not {kind}"
         raise WorkloadError(label, [problem])
-    lines: dict[FieldPath, int] = {}
-    duplicates: list[str] = []
+    lines, duplicates = {}, []
     _walk(node, (), lines, duplicates)
     if duplicates:
         raise WorkloadError(label, [f"{label}:{d}" for d in duplicates])
@@ -179,18 +178,19 @@ def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:
     size(root)
 
 
-def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], duplicates: list[str]) -> None:
+def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], dupes: list[str]) -> None:
     lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, path + (str(index),), lines, dupes)
+    elif isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key, value in node.value:
-            name, line = str(key.value), key.start_mark.line + 1
-            dotted = ".".join(path + (name,))
+            name, line, child = str(key.value), key.start_mark.line + 1, path + (str(key.value),)
             if name in seen:
-                duplicates.append(f"{line}: {dotted}: duplicate key (first set on line {seen[name]}); keep one")
+                dupes.append(f"{line}: {'.'.join(child)}: duplicate key (first set on line {seen[name]}); keep one")
             seen[name] = line
-            child = path + (name,)
-            _walk(value, child, lines, duplicates)
+            _walk(value, child, lines, dupes)
             lines[child] = line
 
 

@@ -8,6 +8,7 @@ import json
 
 from .cron import as_ms, next_fires
 from .jobs import Jobs, Resolved
+from .permissions import schedule_target
 from .records import Schedule, fire_from_row, now_ms, schedule_from_row
 
 #: Fires of a schedule shown by ``get`` (the store keeps ``tick.KEEP_FIRES``).
@@ -73,15 +74,25 @@ class Schedules:
             )
         return self.get(name), old is None
 
-    def get(self, name: str, fires: int = SHOWN_FIRES) -> Schedule:
-        """The schedule ``name`` with its latest ``fires``, newest first; raises ScheduleNotFound."""
-        found = self.list(name=name, fires=fires)
+    def get(self, name: str, fires: int = SHOWN_FIRES, action: str = "view") -> Schedule:
+        """The schedule ``name`` with its latest ``fires``, newest first, once the caller may do ``action`` to it;
+        raises ScheduleNotFound (or Forbidden)."""
+        found = self._read(name, fires)
         if not found:
             raise ScheduleNotFound(name, self.jobs.home)
+        if self.jobs.caller is not None:
+            self.jobs.permissions.require(schedule_target(found[0]), action)
         return found[0]
 
-    def list(self, name: str | None = None, fires: int = 1) -> list[Schedule]:
-        """Every schedule by name (or the one named), each with its latest ``fires``; never creates the store."""
+    def list(self, fires: int = 1) -> list[Schedule]:
+        """Every schedule the caller may see by name, each with its latest ``fires``; never creates the store."""
+        found = self._read(None, fires)
+        if self.jobs.caller is None:
+            return found
+        permissions = self.jobs.permissions
+        return [schedule for schedule in found if permissions.level(schedule_target(schedule)) is not None]
+
+    def _read(self, name: str | None, fires: int) -> list[Schedule]:
         if not (self.jobs.home / "jobs.db").exists():
             return []
         where, args = ("WHERE name = ?", (name,)) if name is not None else ("", ())
@@ -101,12 +112,13 @@ class Schedules:
 
     def pause(self, name: str) -> Schedule:
         """Stop firing ``name`` (its running jobs go on) until :meth:`resume`."""
+        self.get(name, fires=0, action="pause")
         self._set(name, paused=1, next_fire_ms=None)
         return self.get(name)
 
     def resume(self, name: str, now: int | None = None) -> Schedule:
         """Fire ``name`` again from its next fire time after ``now``; fires missed while paused are not caught up."""
-        schedule = self.get(name, fires=0)
+        schedule = self.get(name, fires=0, action="pause")
         if schedule.paused:
             due = _next(schedule.expression, schedule.timezone, now_ms() if now is None else now)
             self._set(name, paused=0, next_fire_ms=due)
@@ -114,8 +126,9 @@ class Schedules:
 
     def delete(self, name: str) -> Schedule:
         """Remove ``name`` and its fire history; jobs it started go on (`air cancel` stops them)."""
-        schedule = self.get(name)
+        schedule = self.get(name, action="delete")
         with self.jobs.store.transaction(immediate=True) as db:
+            db.execute("DELETE FROM permissions WHERE target = ?", (schedule_target(schedule).key,))
             db.execute("DELETE FROM schedules WHERE name = ?", (name,))
             db.execute("DELETE FROM schedule_fires WHERE name = ?", (name,))
         return schedule

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, model_validator
 
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, key_problem
 
@@ -135,6 +135,26 @@ class Schedule(_Strict):
     )
 
 
+_Principal = Annotated[StrictStr, Field(min_length=1, max_length=255, pattern=r"^[^\s:]+$")]
+
+
+class Permission(_Strict):
+    """Who else may use the job (or the schedule's jobs), and how: one `user` or one `group`, and a `level`."""
+
+    user: _Principal | None = Field(None, exclude_if=lambda v: v is None, description="A user name of the team.")
+    group: _Principal | None = Field(None, exclude_if=lambda v: v is None, description="A group of the team.")
+    level: Literal["CAN_VIEW", "CAN_MANAGE_RUN", "CAN_MANAGE"] = Field(
+        description="`CAN_VIEW`: status and logs; `CAN_MANAGE_RUN`: also cancel and run now; `CAN_MANAGE`: also "
+        "change permissions and delete. The submitter is the job's owner (`IS_OWNER`)."
+    )
+
+    @model_validator(mode="after")
+    def _one_principal(self) -> Permission:
+        if (self.user is None) == (self.group is None):
+            raise ValueError("give exactly one of user or group")
+        return self
+
+
 class Workload(_Strict):
     """One workload: a shell command, its compute, retries and MLflow settings."""
 
@@ -171,6 +191,11 @@ class Workload(_Strict):
     code_source: CodeSource = Field(default_factory=CodeSource)
     schedule: Schedule | None = Field(
         None, description="Run on a timetable instead of now; the schedule is named after `experiment_name`."
+    )
+    permissions: list[Permission] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="Grants on the job (on every job of a schedule) besides its owner's: see Job permissions.",
     )
 
     @property

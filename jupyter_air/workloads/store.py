@@ -71,6 +71,14 @@ CREATE TABLE IF NOT EXISTS schedules (
     updated_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_ms);
+CREATE TABLE IF NOT EXISTS permissions (
+    target TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    level TEXT NOT NULL,
+    granted_by TEXT NOT NULL,
+    granted_ms INTEGER NOT NULL,
+    PRIMARY KEY (target, principal)
+);
 CREATE TABLE IF NOT EXISTS schedule_fires (
     name TEXT NOT NULL,
     scheduled_ms INTEGER NOT NULL,

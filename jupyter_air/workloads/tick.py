@@ -10,6 +10,7 @@ from jupyter_air.tracking.naming import SCHEDULE_TAG, SCHEDULED_TIME_TAG
 
 from .cron import as_ms, iso, next_fires, previous_fire
 from .jobs import Jobs, SubmitError
+from .permissions import schedule_target
 from .records import ACTIVE, Fire, Schedule, now_ms, schedule_from_row
 from .schedules import ScheduleNotFound
 
@@ -68,6 +69,8 @@ def run_now(jobs: Jobs, name: str, now: int | None = None) -> Fire:
         if row is None:
             raise ScheduleNotFound(name, jobs.home)
         schedule = schedule_from_row(row, [])
+        if jobs.caller is not None:
+            jobs.permissions.require(schedule_target(schedule), "run-now")
         busy = _active(db, schedule)
         if len(busy) >= schedule.max_concurrent_runs:
             raise Busy(_busy_reason(schedule, busy) + "; wait for it or `air cancel` it")

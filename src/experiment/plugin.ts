@@ -16,6 +16,7 @@ import { DoneRuns } from './doneRuns';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { ExperimentModel } from './model';
 
+import { JobAccess } from './jobAccess';
 import { Sharing } from './sharing';
 import {
   DEFAULT_EXPERIMENT_SETTINGS,
@@ -175,6 +176,7 @@ export const experimentPlugin: JupyterFrontEndPlugin<void> = {
     const widget = new ExperimentPanelWidget({
       model,
       sharing: new Sharing(requestAPI),
+      access: new JobAccess(requestAPI),
       onOpenLogs: (jobRunId, attempt, node) =>
         void app.commands.execute(ExperimentCommandIDs.openJobLogs, { jobRunId, attempt, node }),
       trans

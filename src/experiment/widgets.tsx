@@ -1,6 +1,7 @@
 /**
  * The Lumino wrapper of the Experiment panel in the left sidebar; it confirms before cancelling a job or
- * running a schedule now, shows why a schedule action was refused, and asks whom to share an experiment with.
+ * running a schedule now, shows why a schedule action was refused, asks whom to share an experiment with, and
+ * shows who may use a job.
  */
 import {
   Clipboard,
@@ -15,7 +16,9 @@ import { Widget } from '@lumino/widgets';
 import * as React from 'react';
 
 import { ModelView } from '../modelView';
+import { showJobAccess } from './accessDialog';
 import { ExperimentPanel } from './components/ExperimentPanel';
+import type { JobAccess } from './jobAccess';
 import type { ExperimentModel } from './model';
 import { SHARE_LEVELS, Sharing, ShareLevel } from './sharing';
 import { EXPERIMENT_PANEL_ID, IJob, IRunNowAnswer, ISchedule, ScheduleAction } from './tokens';
@@ -41,6 +44,7 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
         onOpenUrl={url => window.open(url, '_blank', 'noopener')}
         onOpenLogs={onOpenLogs}
         onCancelJob={job => void this._confirmCancel(job)}
+        onJobPermissions={job => void showJobAccess(this._options.access, job.job_run_id, trans)}
         onScheduleAction={(schedule, action) => void this._actOnSchedule(schedule, action)}
         onCopy={text => Clipboard.copyToSystem(text)}
         onShare={this._shareable ? experiment => void this._share(experiment) : undefined}
@@ -165,6 +169,7 @@ export namespace ExperimentPanelWidget {
   export interface IOptions {
     model: ExperimentModel;
     sharing: Sharing;
+    access: JobAccess;
     onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
     trans: TranslationBundle;
   }

@@ -78,4 +78,26 @@ test('Run workload… starts a YAML file as a job and follows it; a bad file lis
   await job.locator('.jp-Air-job-cancel').click();
   await page.locator('.jp-Dialog .jp-mod-warn', { hasText: 'Cancel job' }).click();
   await expect(job).toHaveAttribute('data-status', 'CANCELED', { timeout: 60_000 });
+
+  // When Access… is opened on the job, Then it lists this user as its owner
+  await job.locator('.jp-Air-job-permissions').click();
+  const access = page.locator('.jp-Dialog');
+  await expect(access.locator('.jp-Dialog-header')).toContainText('Who may use job-');
+  await expect(access.locator('.jp-Air-access-grants tr').first()).toContainText('IS_OWNER');
+  await expect(access).toContainText('Your level: IS_OWNER');
+  // When a colleague is given Can View (a single-user server has no other user)
+  await access.locator('input[aria-label="User or group name"]').fill('bob');
+  await access.locator('select[aria-label="Level"]').selectOption('CAN_VIEW');
+  await access
+    .locator('.jp-Dialog-content')
+    .screenshot({ path: testInfo.outputPath('job-access.png') });
+  await access.locator('.jp-mod-accept').click();
+  // Then the server's reason is shown, and nothing changed
+  const refused = page.locator('.jp-Dialog');
+  await expect(refused.locator('.jp-Dialog-header')).toContainText('not changed');
+  await expect(refused).toContainText("unknown user 'bob'");
+  await refused
+    .locator('.jp-Dialog-content')
+    .screenshot({ path: testInfo.outputPath('job-access-refused.png') });
+  await refused.locator('.jp-Dialog-footer button').first().click();
 });

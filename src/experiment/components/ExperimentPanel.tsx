@@ -17,6 +17,8 @@ export interface IExperimentPanelProps {
   onOpenUrl: (url: string) => void;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancelJob: (job: IJob) => void;
+  /** Show and change who may use a job. */
+  onJobPermissions?: (job: IJob) => void;
   onScheduleAction: (schedule: ISchedule, action: ScheduleAction) => void;
   /** Put a text (a job id) on the clipboard. */
   onCopy: (text: string) => void;
@@ -54,7 +56,7 @@ function useNow(running: boolean): number {
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
   const { model, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } = props;
-  const { refreshIcon, copyIcon, onShare } = props;
+  const { refreshIcon, copyIcon, onShare, onJobPermissions } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const [order, setOrder] = React.useState<RunOrder>('newest');
   const nowMs = useNow(model.active);
@@ -181,6 +183,7 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             nowMs={nowMs}
             onOpenLogs={onOpenLogs}
             onCancel={onCancelJob}
+            onPermissions={onJobPermissions}
             onCopy={onCopy}
             trans={trans}
             copyIcon={copyIcon}

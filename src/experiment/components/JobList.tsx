@@ -1,4 +1,5 @@
-/** The `air` jobs: status, attempts (each opens its run), every node with its Logs, duration, Cancel. */
+/** The `air` jobs: status, attempts (each opens its run), every node with its Logs, duration, Cancel, who may use
+ * it. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
@@ -10,6 +11,8 @@ export interface IJobListProps {
   nowMs: number;
   onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;
   onCancel: (job: IJob) => void;
+  /** Show and change who may view, run or manage the job. */
+  onPermissions?: (job: IJob) => void;
   /** Put a text (a job id) on the clipboard. */
   onCopy: (text: string) => void;
   trans: TranslationBundle;
@@ -20,7 +23,8 @@ export interface IJobListProps {
 }
 
 export function JobList(props: IJobListProps): JSX.Element {
-  const { jobs, nowMs, onOpenLogs, onCancel, onCopy, trans, copyIcon, revealed } = props;
+  const { jobs, nowMs, onOpenLogs, onCancel, onPermissions, onCopy, trans, copyIcon } = props;
+  const { revealed } = props;
   const listRef = React.useRef<HTMLUListElement>(null);
   React.useEffect(() => {
     const rows = listRef.current?.querySelectorAll<HTMLElement>('.jp-Air-job') ?? [];
@@ -78,6 +82,15 @@ export function JobList(props: IJobListProps): JSX.Element {
               </span>
               <span>{trans._n('%1 node', '%1 nodes', job.num_nodes)}</span>
               <span>{trans.__('attempts %1/%2', job.num_attempts, job.max_retries + 1)}</span>
+              {onPermissions ? (
+                <button
+                  className="jp-Air-job-permissions jp-mod-styled"
+                  onClick={() => onPermissions(job)}
+                  title={trans.__('Who may view, run or manage this job')}
+                >
+                  {trans.__('Access…')}
+                </button>
+              ) : null}
             </div>
             {job.error && !active ? (
               <div className="jp-Air-run-error" title={job.error}>

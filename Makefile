@@ -32,7 +32,7 @@ frontend: node_modules/.air-stamp
 
 # The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`).
 $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
-	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray,docs]"
+	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray,team,docs]"
 	jupyter labextension develop --overwrite .
 	touch $@
 

@@ -10,25 +10,22 @@ from tornado.ioloop import IOLoop
 
 from .. import __version__
 from ..gpu.service import GpuService, NoSuchNode
+from .model_errors import error_body
 
 #: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.
 MAX_EPOCH_MS = 253_402_300_799_999
 
 
-class BaseHandler(APIHandler):
-    """Parses query arguments and answers errors as ``{"message": ...}`` JSON, in one place."""
-
-    @property
-    def gpu(self) -> GpuService:
-        return self.settings["jupyter_air_gpu"]
+class QueryArguments:
+    """Query arguments of a Tornado handler, checked, and errors answered as ``{"message": ...}`` JSON."""
 
     def write_error(self, status_code: int, **kwargs) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, tornado.web.HTTPError) and exc.log_message:
-            self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": exc.log_message % exc.args, "reason": exc.reason}))
+        body = error_body(kwargs.get("exc_info", (None, None, None))[1])
+        if body is None:
+            super().write_error(status_code, **kwargs)
             return
-        super().write_error(status_code, **kwargs)
+        self.set_header("Content-Type", "application/json")
+        self.finish(body)
 
     def int_argument(
         self, name: str, default: int | None, minimum: int, maximum: int | None = None, accepted: str | None = None
@@ -56,6 +53,14 @@ class BaseHandler(APIHandler):
             f"e.g. {name}=1764420000000"
         )
         return self.int_argument(name, None, 0, MAX_EPOCH_MS, accepted)
+
+
+class BaseHandler(QueryArguments, APIHandler):
+    """The extension's API handlers: query arguments and errors as JSON, and the GPU service."""
+
+    @property
+    def gpu(self) -> GpuService:
+        return self.settings["jupyter_air_gpu"]
 
     def since(self) -> int | None:
         return self.epoch_ms_argument("since")

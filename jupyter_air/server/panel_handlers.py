@@ -15,6 +15,7 @@ import tornado.web
 from tornado.ioloop import IOLoop
 
 from .handlers import BaseHandler
+from .model_errors import Refused, call_model
 
 #: Bytes per write when a log file is downloaded.
 _DOWNLOAD_BLOCK_BYTES = 1 << 20
@@ -43,35 +44,8 @@ class PanelHandler(BaseHandler):
         return self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.jobs))
 
     async def call(self, function, *args):
-        """Run a model call in the executor; its lookup and input errors become 404 and 400 with its message (a
-        workload that cannot be submitted: 400 with every problem in ``errors``), a job that is not active or a
-        schedule already at its ``max_concurrent_runs`` 409, a database it cannot use (damaged, a full disk) 503
-        naming the file and what to do, a caller without the job permission it needs 403 saying whom to ask."""
-        from ..home import AirHomeError, UnusableDatabase
-        from ..tracking.runs_query import QueryError
-        from ..tracking.sharing import ShareError
-        from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
-        from ..workloads.logs import BadOffset
-        from ..workloads.permissions import BadGrant, Forbidden
-        from ..workloads.schedules import ScheduleNotFound
-        from ..workloads.tick import Busy
-
-        try:
-            return await IOLoop.current().run_in_executor(None, function, *args)
-        except (JobNotFound, OutOfRange, ScheduleNotFound) as err:
-            raise tornado.web.HTTPError(404, "%s", err.args[0]) from None
-        except Forbidden as err:
-            raise tornado.web.HTTPError(403, "%s", err.args[0]) from None
-        except (QueryError, BadOffset, BadGrant) as err:
-            raise tornado.web.HTTPError(400, "%s", err.args[0]) from None
-        except SubmitError as err:
-            raise Refused(err.args[0], err.problems) from None
-        except (NotActive, Busy) as err:
-            raise tornado.web.HTTPError(409, "%s", err.args[0]) from None
-        except (UnusableDatabase, AirHomeError) as err:
-            raise tornado.web.HTTPError(503, "%s", str(err)) from None
-        except ShareError as err:  # the tracking server's refusal: 502 with its words
-            raise tornado.web.HTTPError(400 if err.bad_input else 502, "%s", str(err)) from None
+        """Run a model call in the executor; its errors are answered as ``model_errors.http_error`` maps them."""
+        return await call_model(function, *args)
 
     def json_object(self) -> dict:
         """The request's JSON body as an object; ``{}`` when it is missing or not one."""
@@ -80,22 +54,6 @@ class PanelHandler(BaseHandler):
         except ValueError:
             body = None
         return body if isinstance(body, dict) else {}
-
-    def write_error(self, status_code: int, **kwargs) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, Refused):
-            self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"message": exc.log_message % exc.args, "errors": exc.errors}))
-            return
-        super().write_error(status_code, **kwargs)
-
-
-class Refused(tornado.web.HTTPError):
-    """400 with every problem of a request listed in ``errors``."""
-
-    def __init__(self, message: str, errors: list[str]):
-        super().__init__(400, "%s", message)
-        self.errors = errors
 
 
 class RunsHandler(PanelHandler):

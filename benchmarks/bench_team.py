@@ -1,0 +1,114 @@
+"""Job permissions on a team: the cost of answering the Experiment panel's job poll as bob, who has CAN_VIEW on half
+of alice's 50 jobs, against the same poll in single-user mode (goal: at most 1.5x). Measured twice: the model alone
+(``JobsView.list`` with and without a caller) and over HTTP (the air-jobs service behind a real JupyterHub and its
+proxy, as bob, against the Jupyter server's own route, as its owner)."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_experiment import NO_UI, start_server
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBS, GRANTED = 50, 25
+#: Polls timed per side (after 5 to warm caches and connections).
+ROUNDS = 200
+
+
+class _Team:
+    """Whom grants may name here."""
+
+    def has_user(self, name: str) -> bool:
+        return name in ("alice", "bob")
+
+    def has_group(self, name: str) -> bool:
+        return False
+
+    def unknown(self, kind: str, name: str) -> str:
+        return f"no {kind} {name!r}"
+
+
+def fill(home: Path) -> None:
+    """alice's ended jobs, bob granted CAN_VIEW on every other one."""
+    from jupyter_air.workloads.jobs import Jobs
+    from jupyter_air.workloads.permissions import Permissions, job_target
+
+    store = Jobs(home).store
+    workload = {"experiment_name": "team-bench", "command": "true", "compute": {"num_accelerators": 0}}
+    for i in range(JOBS):
+        job = store.create_job({**workload, "max_retries": 0}, "w.yaml", "alice", "local")
+        store.finish(job.job_run_id, "SUCCEEDED")
+        if i % 2 == 0:
+            Permissions(store, _Team()).grant(job_target(store.get(job.job_run_id)), "bob", None, "CAN_VIEW")
+
+
+def model_ms(home: Path) -> tuple[float, float]:
+    """Median milliseconds of ``JobsView.list()`` for the owner (no caller) and for bob."""
+    from jupyter_air.workloads.jobs_view import JobsView
+    from jupyter_air.workloads.permissions import Caller
+
+    def median_ms(view: JobsView, expected: int) -> float:
+        times = []
+        for _ in range(ROUNDS):
+            started = time.perf_counter()
+            listed = view.list()["jobs"]
+            times.append((time.perf_counter() - started) * 1000)
+            assert len(listed) == expected, len(listed)
+        return statistics.median(times)
+
+    return median_ms(JobsView(home), JOBS), median_ms(JobsView(home, caller=Caller("bob"), directory=_Team()), GRANTED)
+
+
+def http_ms(url: str, token: str, expected: int) -> float:
+    """Median milliseconds of ``GET url`` with ``token``, checking it lists ``expected`` jobs."""
+    import json
+
+    from tornado.httpclient import AsyncHTTPClient
+
+    async def run() -> list[float]:
+        client, times = AsyncHTTPClient(), []
+        for i in range(ROUNDS + 5):
+            started = time.perf_counter()
+            answer = await client.fetch(url, headers={"Authorization": f"token {token}"})
+            if i >= 5:
+                times.append((time.perf_counter() - started) * 1000)
+            assert len(json.loads(answer.body)["jobs"]) == expected
+        return times
+
+    return statistics.median(asyncio.run(run()))
+
+
+def main() -> None:
+    from benchmarks.bench_gpu import TOKEN
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from hub_stack import TeamHub
+
+    with tempfile.TemporaryDirectory(prefix="air-bench-team-") as tmp:
+        folder = Path(tmp)
+        home, root = folder / "air", folder / "root"
+        root.mkdir()
+        fill(home)
+        owner_model, bob_model = model_ms(home)
+        proc, base = start_server(home, root, NO_UI)
+        hub = TeamHub(folder, {"AIR_HOME": str(home)})
+        try:
+            tokens = hub.ready().tokens()
+            single = http_ms(base + "jobs", TOKEN, JOBS)
+            team = http_ms(f"{hub.url}/services/air-jobs/jobs", tokens["bob"], GRANTED)
+        finally:
+            hub.stop()
+            proc.terminate()
+            proc.wait(30)
+    print(f"{JOBS} jobs, bob granted CAN_VIEW on {GRANTED}; medians of {ROUNDS} polls")
+    ratio = bob_model / owner_model
+    print(f"model  JobsView.list(): owner {owner_model:.2f} ms, bob {bob_model:.2f} ms ({ratio:.2f}x)")
+    print(
+        f"HTTP   GET jobs: single-user Jupyter server {single:.2f} ms, air-jobs as bob through the hub's proxy "
+        f"{team:.2f} ms ({team / single:.2f}x; goal <= 1.5x)"
+    )

@@ -1,0 +1,134 @@
+"""``air-jobs``: the team's job service, started by JupyterHub (``c.JupyterHub.services``). It keeps the team's job
+store (its ``AIR_HOME``) and answers the jobs routes of the Experiment panel for whoever calls with a hub token, as
+that user: what they see, read and do is what their job permissions allow. A user without the level an action
+needs gets 403 with the message that names the job and whom to ask.
+
+    python -m jupyter_air.team.service     # as the hub runs it: JUPYTERHUB_* variables and AIR_HOME set
+
+It listens where ``$JUPYTERHUB_SERVICE_URL`` says (the hub's proxy reaches it at ``/services/air-jobs/``); every
+request needs a hub token with ``access:services!service=air-jobs``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import tornado.web
+from jupyterhub.services.auth import HubAuthenticated
+
+from jupyter_air.server.handlers import QueryArguments
+from jupyter_air.server.model_errors import call_model
+from jupyter_air.workloads.jobs_view import JobsView
+
+from .hub import HubDirectory, caller_of
+
+
+class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandler):
+    """A jobs route answered for the hub user who calls, with the job store and the hub's directory."""
+
+    def initialize(self, home: Path, directory: HubDirectory) -> None:
+        self.home, self.directory = home, directory
+
+    @property
+    def view(self) -> JobsView:
+        return JobsView(self.home, self.hub_auth.base_url, caller_of(self.current_user), self.directory)
+
+    async def answer(self, function, *args) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(await call_model(function, *args)))
+
+
+class JobsHandler(ServiceHandler):
+    """``GET jobs[?limit=]``: the jobs the caller may see, newest first."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
+
+        await self.answer(self.view.list, self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+
+
+class JobHandler(ServiceHandler):
+    """``GET jobs/<id>``: one job (CAN_VIEW)."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        await self.answer(self.view.get, job_run_id)
+
+
+class JobLogsHandler(ServiceHandler):
+    """``GET jobs/<id>/logs?attempt=&node=&offset=``: the log from a byte offset (CAN_VIEW)."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        where = [self.int_argument("attempt", -1, -1), self.int_argument("node", 0, 0)]
+        await self.answer(self.view.logs, job_run_id, *where, self.int_argument("offset", 0, 0))
+
+
+class JobCancelHandler(ServiceHandler):
+    """``POST jobs/<id>/cancel`` (CAN_MANAGE_RUN)."""
+
+    @tornado.web.authenticated
+    async def post(self, job_run_id: str) -> None:
+        await self.answer(self.view.cancel, job_run_id)
+
+
+class JobPermissionsHandler(ServiceHandler):
+    """``GET jobs/<id>/permissions`` (CAN_VIEW); ``PUT`` ``{"user" | "group", "level"}`` (CAN_MANAGE)."""
+
+    @tornado.web.authenticated
+    async def get(self, job_run_id: str) -> None:
+        await self.answer(self.view.permissions, job_run_id)
+
+    @tornado.web.authenticated
+    async def put(self, job_run_id: str) -> None:
+        try:
+            body = json.loads(self.request.body or b"{}")
+        except ValueError:
+            body = None
+        body = body if isinstance(body, dict) else {}
+        await self.answer(self.view.grant, job_run_id, body.get("user"), body.get("group"), body.get("level"))
+
+
+def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Application:
+    """The service's routes under ``prefix`` (``/services/air-jobs/``)."""
+    options = {"home": home, "directory": directory}
+    routes = [
+        (r"jobs", JobsHandler),
+        (r"jobs/([^/]+)", JobHandler),
+        (r"jobs/([^/]+)/logs", JobLogsHandler),
+        (r"jobs/([^/]+)/cancel", JobCancelHandler),
+        (r"jobs/([^/]+)/permissions", JobPermissionsHandler),
+    ]
+    return tornado.web.Application([(prefix + pattern, handler, options) for pattern, handler in routes])
+
+
+def main() -> None:
+    """Serve until JupyterHub stops the service (SIGTERM or SIGINT)."""
+    import asyncio
+    import signal
+
+    from jupyter_air.home import air_home
+
+    home = air_home(os.environ)
+    directory = HubDirectory(os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"])
+    url = urlsplit(os.environ["JUPYTERHUB_SERVICE_URL"])
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        for number in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(number, stop.set)
+        server = make_app(os.environ["JUPYTERHUB_SERVICE_PREFIX"], home, directory).listen(
+            url.port, address=url.hostname
+        )
+        await stop.wait()
+        server.stop()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

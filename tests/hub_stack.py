@@ -1,5 +1,6 @@
 """A real JupyterHub on 127.0.0.1 for tests, with the users alice, bob and carol (carol in group ml), the admin
-hubadmin, configurable-http-proxy and the air-jobs service it starts; API tokens made with `jupyterhub token`."""
+hubadmin, configurable-http-proxy, the air-jobs service it starts, and a token-only service `mlflow` (for a
+tracking server that takes hub tokens: ``mlflow_token``, scope ``list:users``); users' API tokens on demand."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import json
 import os
 import pathlib
+import secrets
 import signal
 import subprocess
 import sys
@@ -40,11 +42,13 @@ c.JupyterHub.services = [
         "url": "http://127.0.0.1:{service_port}",
         "command": [{python!r}, "-m", "jupyter_air.team.service"],
         "environment": {environment!r},
-    }}
+    }},
+    {{"name": "mlflow", "api_token": {mlflow_token!r}}},
 ]
 c.JupyterHub.load_roles = [
     {{"name": "air-jobs-directory", "services": ["air-jobs"], "scopes": ["read:users:name", "read:groups:name"]}},
     {{"name": "user", "scopes": ["self", "access:services!service=air-jobs"]}},
+    {{"name": "mlflow-users", "services": ["mlflow"], "scopes": ["list:users"]}},
 ]
 """
 
@@ -56,6 +60,7 @@ class TeamHub:
         self.folder = folder
         ports = {name: _free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
         self.url = f"http://127.0.0.1:{ports['port']}"
+        self.mlflow_token = secrets.token_hex(16)
         config = CONFIG.format(
             **ports,
             folder=folder,
@@ -64,6 +69,7 @@ class TeamHub:
             admin=ADMIN,
             python=sys.executable,
             environment=environment,
+            mlflow_token=self.mlflow_token,
         )
         (folder / "jupyterhub_config.py").write_text(config)
         with open(folder / "hub.log", "wb") as log:

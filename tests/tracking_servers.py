@@ -74,16 +74,22 @@ def tracking_server(folder: pathlib.Path, *args: str, env: dict[str, str] | None
 
 
 @contextlib.contextmanager
-def auth_tracking_server(folder: pathlib.Path, admin_password: str):
+def auth_tracking_server(
+    folder: pathlib.Path,
+    admin_password: str,
+    function: str = "mlflow.server.auth:authenticate_request_basic_auth",
+    environment: dict[str, str] | None = None,
+):
     """A :class:`TrackingServer` running MLflow's authentication app, granting nothing by default
-    (``default_permission = NO_PERMISSIONS``) as a team's server does; its admin is ``admin``."""
+    (``default_permission = NO_PERMISSIONS``) as a team's server does; its admin is ``admin``. ``function``: its
+    ``authorization_function``; ``environment``: more variables for the server."""
     (folder / "auth.ini").write_text(
         f"[mlflow]\ndefault_permission = NO_PERMISSIONS\ndatabase_uri = sqlite:///{folder / 'auth.db'}\n"
-        f"admin_username = admin\nadmin_password = {admin_password}\n"
-        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+        f"admin_username = admin\nadmin_password = {admin_password}\nauthorization_function = {function}\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(MLFLOW_AUTH_CONFIG_PATH=str(folder / "auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="test-secret-key")
+    env.update(environment or {})
     with tracking_server(folder, "--app-name", "basic-auth", env=env) as server:
         yield server
 

@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo dist docs test test-py test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo hub dist docs test test-py test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -45,6 +45,11 @@ run: install
 demo: install
 	JUPYTER_AIR_GPU_SOURCE=simulated jupyter lab --port=$(PORT) $(LAB_ROOT) --ServerApp.root_dir=examples \
 		--LabApp.default_url=/lab/tree/quickstart.ipynb $(LAB_ARGS)
+
+# A team's stack on 127.0.0.1 for trying it, NOT for production: JupyterHub (alice, bob, carol; one shared password),
+# the air-jobs service and an MLflow server that takes hub tokens; prints where hub-demo.json (tokens) is.
+hub: install
+	$(PY) -m jupyter_air.team.demo $(if $(HUB_DIR),--dir $(HUB_DIR))
 
 chromium:
 	@command -v chromium >/dev/null || (apt-get update -q && apt-get install -y -q chromium)

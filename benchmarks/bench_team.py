@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.bench_experiment import NO_UI, start_server
 
-ROOT = Path(__file__).resolve().parent.parent
 JOBS, GRANTED = 50, 25
 #: Polls timed per side (after 5 to warm caches and connections).
 ROUNDS = 200
@@ -85,9 +83,7 @@ def http_ms(url: str, token: str, expected: int) -> float:
 
 def main() -> None:
     from benchmarks.bench_gpu import TOKEN
-
-    sys.path.insert(0, str(ROOT / "tests"))
-    from hub_stack import TeamHub
+    from jupyter_air.team.stack import Hub
 
     with tempfile.TemporaryDirectory(prefix="air-bench-team-") as tmp:
         folder = Path(tmp)
@@ -96,7 +92,7 @@ def main() -> None:
         fill(home)
         owner_model, bob_model = model_ms(home)
         proc, base = start_server(home, root, NO_UI)
-        hub = TeamHub(folder, {"AIR_HOME": str(home)})
+        hub = Hub(folder, {"AIR_HOME": str(home)})
         try:
             tokens = hub.ready().tokens()
             single = http_ms(base + "jobs", TOKEN, JOBS)

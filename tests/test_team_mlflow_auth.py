@@ -13,8 +13,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from hub_stack import TeamHub
 from tracking_servers import auth_tracking_server
+
+from jupyter_air.team.stack import Hub
 
 ADMIN_PASSWORD = "admin-password-7d1"
 EXPERIMENT = "/Shared/team/resnet"
@@ -26,7 +27,7 @@ def stack(tmp_path_factory):
     folder = tmp_path_factory.mktemp("team-mlflow")
     (folder / "hub").mkdir()
     (folder / "mlflow").mkdir()
-    hub = TeamHub(folder / "hub", {"AIR_HOME": str(folder / "air")})
+    hub = Hub(folder / "hub", {"AIR_HOME": str(folder / "air")})
     try:
         hub.ready()
         environment = {"JUPYTERHUB_API_URL": f"{hub.url}/hub/api", "JUPYTERHUB_API_TOKEN": hub.mlflow_token}

@@ -8,8 +8,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from hub_stack import TeamHub
 
+from jupyter_air.team.stack import Hub
 from jupyter_air.workloads.jobs import Jobs
 from jupyter_air.workloads.logs import OUTPUT, node_dir
 
@@ -19,7 +19,7 @@ def team(tmp_path_factory):
     """The hub, its air-jobs service on a team job store, and alice's ended job with one line of output."""
     folder = tmp_path_factory.mktemp("team")
     home, uri = folder / "air", f"sqlite:///{folder / 'mlflow.db'}"
-    hub = TeamHub(folder, {"AIR_HOME": str(home), "MLFLOW_TRACKING_URI": uri})
+    hub = Hub(folder, {"AIR_HOME": str(home), "MLFLOW_TRACKING_URI": uri})
     try:
         store = Jobs(home).store
         workload = {"experiment_name": "team-exp", "command": "true", "compute": {"num_accelerators": 0}}

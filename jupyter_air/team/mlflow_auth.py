@@ -94,7 +94,7 @@ def _provision(caller: str) -> None:
                 continue
             try:
                 store.create_user(name, secrets.token_urlsafe(32))
-            except Exception:  # noqa: BLE001 - another worker of the server created it meanwhile
+            except Exception:
                 if not store.has_user(name):
                     raise
         _synced = time.monotonic()

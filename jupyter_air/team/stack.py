@@ -1,6 +1,8 @@
-"""A real JupyterHub on 127.0.0.1 for tests, with the users alice, bob and carol (carol in group ml), the admin
-hubadmin, configurable-http-proxy, the air-jobs service it starts, and a token-only service `mlflow` (for a
-tracking server that takes hub tokens: ``mlflow_token``, scope ``list:users``); users' API tokens on demand."""
+"""A team stack on 127.0.0.1 for trying and testing, not for production: JupyterHub with a shared-password
+authenticator, configurable-http-proxy, the air-jobs service it starts, and a token-only hub service ``mlflow``
+(the token a tracking server that takes hub tokens uses: scope ``list:users``). Users alice, bob and carol (carol
+in group ml) and the admin hubadmin. With ``spawn``, each user's JupyterLab runs as this machine's user (the
+simple local spawner), tracking into ``mlflow_url`` with their hub token."""
 
 from __future__ import annotations
 
@@ -10,16 +12,14 @@ import os
 import pathlib
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-from tracking_servers import _free_port
-
 #: Seconds the hub may take to answer (about 5 s on a quiet machine).
 START_SECONDS = 120
-PROXY = pathlib.Path(__file__).parents[1] / "node_modules" / ".bin" / "configurable-http-proxy"
 USERS, ADMIN = ("alice", "bob", "carol"), "hubadmin"
 
 CONFIG = """
@@ -32,7 +32,8 @@ c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_api_port}"
 c.ConfigurableHTTPProxy.command = [{proxy!r}]
 c.JupyterHub.db_url = "sqlite:///{folder}/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "{folder}/cookie_secret"
-c.JupyterHub.authenticator_class = "dummy"
+c.JupyterHub.authenticator_class = "dummy"  # NOT FOR PRODUCTION: one shared password
+c.DummyAuthenticator.password = {password!r}
 c.Authenticator.allowed_users = {users!r}
 c.Authenticator.admin_users = {{{admin!r}}}
 c.JupyterHub.load_groups = {{"ml": {{"users": ["carol"]}}}}
@@ -50,26 +51,55 @@ c.JupyterHub.load_roles = [
     {{"name": "user", "scopes": ["self", "access:services!service=air-jobs"]}},
     {{"name": "mlflow-users", "services": ["mlflow"], "scopes": ["list:users"]}},
 ]
+c.JupyterHub.spawner_class = "simple"  # NOT FOR PRODUCTION: every user's server runs as this machine's user
+c.Spawner.notebook_dir = "{folder}/users/{{username}}"
+c.Spawner.default_url = "/lab"
+c.Spawner.cmd = [{python!r}, "-m", "jupyterhub.singleuser"]
+c.Spawner.args = {spawner_args!r}
+c.Spawner.environment = {{
+    "AIR_HOME": lambda spawner: "{folder}/users/" + spawner.user.name + "/.air",
+    "MLFLOW_TRACKING_URI": {mlflow_url!r},
+    "MLFLOW_TRACKING_TOKEN": lambda spawner: spawner.api_token,
+}}
 """
 
 
-class TeamHub:
-    """The hub, started at once; :meth:`ready` waits for it and the service."""
+def default_proxy() -> str:
+    """configurable-http-proxy from a source checkout's ``node_modules`` (``jlpm install``), else from PATH."""
+    checkout = pathlib.Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "configurable-http-proxy"
+    return str(checkout) if checkout.exists() else "configurable-http-proxy"
 
-    def __init__(self, folder: pathlib.Path, environment: dict[str, str]):
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Hub:
+    """The hub in ``folder`` (0700), started at once; :meth:`ready` waits for it. ``environment``: the air-jobs
+    service's (its ``AIR_HOME``); ``mlflow_url``: where users' servers track."""
+
+    def __init__(self, folder: pathlib.Path, environment: dict[str, str], mlflow_url: str = "", proxy: str = ""):
         self.folder = folder
-        ports = {name: _free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
+        folder.chmod(0o700)
+        ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
         self.url = f"http://127.0.0.1:{ports['port']}"
-        self.mlflow_token = secrets.token_hex(16)
+        self.mlflow_token, self.password = secrets.token_hex(16), secrets.token_urlsafe(12)
+        for user in (*USERS, ADMIN):
+            (folder / "users" / user).mkdir(parents=True, exist_ok=True)
         config = CONFIG.format(
             **ports,
             folder=folder,
-            proxy=str(PROXY),
+            proxy=proxy or default_proxy(),
+            password=self.password,
             users=set(USERS),
             admin=ADMIN,
             python=sys.executable,
             environment=environment,
             mlflow_token=self.mlflow_token,
+            mlflow_url=mlflow_url,
+            spawner_args=["--allow-root"] if os.geteuid() == 0 else [],
         )
         (folder / "jupyterhub_config.py").write_text(config)
         with open(folder / "hub.log", "wb") as log:
@@ -81,7 +111,8 @@ class TeamHub:
                 start_new_session=True,
             )
 
-    def ready(self) -> TeamHub:
+    def ready(self) -> Hub:
+        """Wait until the hub answers; fails with the end of its log if it exits or is late."""
         deadline = time.monotonic() + START_SECONDS
         while True:
             try:
@@ -90,8 +121,8 @@ class TeamHub:
                         return self
             except OSError:
                 pass
-            late = time.monotonic() > deadline
-            assert self.process.poll() is None and not late, (self.folder / "hub.log").read_text()[-3000:]
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("JupyterHub did not start:\n" + (self.folder / "hub.log").read_text()[-3000:])
             time.sleep(0.3)
 
     def tokens(self) -> dict[str, str]:
@@ -109,7 +140,7 @@ class TeamHub:
         for user in USERS:
             request = urllib.request.Request(
                 f"{self.url}/hub/api/users/{user}/tokens",
-                data=json.dumps({"note": "tests"}).encode(),
+                data=json.dumps({"note": "jupyter_air team stack"}).encode(),
                 method="POST",
                 headers={"Authorization": f"token {tokens[ADMIN]}"},
             )
@@ -118,6 +149,7 @@ class TeamHub:
         return tokens
 
     def stop(self) -> None:
+        """Stop the hub (it stops its proxy, the service and users' servers)."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
         try:

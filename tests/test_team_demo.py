@@ -1,0 +1,85 @@
+"""`make hub` (``python -m jupyter_air.team.demo``): the team stack comes up on 127.0.0.1, writes hub-demo.json
+(0600) with working tokens, a user's JupyterLab spawns with jupyter_air in it, tracking into the team's MLflow
+server with the user's hub token, and Ctrl-C stops every process it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import psutil
+
+#: Seconds the stack may take to come up (the MLflow server is the slowest: about 20-80 s here).
+START_SECONDS = 400
+
+
+def call(url: str, token: str, method: str = "GET", body: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            text = answer.read().decode()
+            return answer.status, json.loads(text) if text else {}
+    except urllib.error.HTTPError as err:
+        return err.code, {}
+
+
+def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(tmp_path):
+    # Given `make hub` started in a folder
+    folder = tmp_path / "stack"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_air.team.demo", "--dir", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while not (folder / "hub-demo.json").exists():
+            assert demo.poll() is None and time.monotonic() < deadline, demo.stdout.read()
+            time.sleep(1)
+        time.sleep(0.5)  # written in one go, but let the writer finish
+        info = json.loads((folder / "hub-demo.json").read_text())
+        started = psutil.Process(demo.pid).children(recursive=True)
+
+        # Then hub-demo.json is the owner's alone and its tokens work: the hub knows alice, air-jobs answers her
+        assert (folder / "hub-demo.json").stat().st_mode & 0o777 == 0o600
+        alice, bob = info["tokens"]["alice"], info["tokens"]["bob"]
+        assert call(f"{info['hub_url']}/hub/api/user", alice)[1]["name"] == "alice"
+        assert call(info["jobs_service_url"] + "jobs", alice) == (200, {"jobs": []})
+        # And the team's MLflow server takes hub tokens, and shares nothing by default
+        api = f"{info['mlflow_url']}/api/2.0/mlflow/experiments"
+        made = call(f"{api}/create", alice, "POST", {"name": "/Users/alice/x"})
+        assert made[0] == 200
+        assert call(f"{api}/get?experiment_id={made[1]['experiment_id']}", bob)[0] == 403
+
+        # When alice's server is spawned, Then it runs JupyterLab with jupyter_air, tracking into the team's server
+        assert call(f"{info['hub_url']}/hub/api/users/alice/server", alice, "POST")[0] in (201, 202)
+        while not call(f"{info['hub_url']}/hub/api/users/alice", alice)[1].get("servers", {}).get("", {}).get("ready"):
+            assert time.monotonic() < deadline + 120
+            time.sleep(1)
+        status, version = call(f"{info['hub_url']}/user/alice/jupyter-air/version", alice)
+        assert status == 200 and version["version"]
+        # And from her server (its MLflow credentials are her hub token) she shares her experiment with bob
+        share = {"experiment": "/Users/alice/x", "user": "bob", "level": "READ"}
+        assert call(f"{info['hub_url']}/user/alice/jupyter-air/experiments/share", alice, "POST", share)[0] == 200
+        assert call(f"{api}/get?experiment_id={made[1]['experiment_id']}", bob)[0] == 200
+    finally:
+        # When it is stopped with Ctrl-C
+        os.killpg(demo.pid, signal.SIGINT)
+        demo.wait(timeout=120)
+    # Then it exits 0 and leaves no process behind
+    assert demo.returncode == 0
+    time.sleep(1)
+    assert [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []

@@ -1,19 +1,24 @@
 """`make hub` (``python -m jupyter_air.team.demo``): the team stack comes up on 127.0.0.1, writes hub-demo.json
-(0600) with working tokens, a user's JupyterLab spawns with jupyter_air in it, tracking into the team's MLflow
-server with the user's hub token, and Ctrl-C stops every process it started."""
+(0600) with working tokens that another local user (`nobody`) cannot read, a user's JupyterLab spawns with
+jupyter_air in it, tracking into the team's MLflow server with the user's hub token, and Ctrl-C stops every process
+it started."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import psutil
+import pytest
 
 #: Seconds the stack may take to come up (the MLflow server is the slowest: about 20-80 s here).
 START_SECONDS = 400
@@ -34,9 +39,19 @@ def call(url: str, token: str, method: str = "GET", body: dict | None = None) ->
         return err.code, {}
 
 
-def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(tmp_path):
+@pytest.fixture
+def open_parent(tmp_path):
+    """A temporary folder every local user may enter (``tmp_path``'s own parents are the test user's alone), so that
+    what keeps ``nobody`` out is the stack's own modes."""
+    parent = Path(tempfile.mkdtemp(prefix="air-hub-test-"))
+    parent.chmod(0o755)
+    yield parent
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_parent):
     # Given `make hub` started in a folder
-    folder = tmp_path / "stack"
+    folder = open_parent / "stack"
     demo = subprocess.Popen(
         [sys.executable, "-m", "jupyter_air.team.demo", "--dir", str(folder)],
         stdout=subprocess.PIPE,
@@ -54,7 +69,13 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(tmp_p
         started = psutil.Process(demo.pid).children(recursive=True)
 
         # Then hub-demo.json is the owner's alone and its tokens work: the hub knows alice, air-jobs answers her
-        assert (folder / "hub-demo.json").stat().st_mode & 0o777 == 0o600
+        assert (folder / "hub-demo.json").stat().st_mode & 0o777 == 0o600 and folder.stat().st_mode & 0o777 == 0o700
+        for path in (folder / "hub-demo.json", folder / "hub" / "jupyterhub_config.py", folder / "mlflow" / "auth.db"):
+            probe = f"open({str(path)!r}).read()"  # another local user: no token, password or user store to read
+            as_nobody = subprocess.run(
+                ["runuser", "-u", "nobody", "--", "/usr/bin/python3.11", "-c", probe], capture_output=True, text=True
+            )
+            assert as_nobody.returncode != 0 and "PermissionError" in as_nobody.stderr, (path, as_nobody.stderr)
         alice, bob = info["tokens"]["alice"], info["tokens"]["bob"]
         assert call(f"{info['hub_url']}/hub/api/user", alice)[1]["name"] == "alice"
         assert call(info["jobs_service_url"] + "jobs", alice) == (200, {"jobs": []})

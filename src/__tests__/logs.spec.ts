@@ -2,6 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { LogModel } from '../experiment/logModel';
+import { RequestError } from '../request';
 import { FakeRunsServer } from './fakeRuns';
 import { advance } from './harness';
 
@@ -42,6 +43,32 @@ describe('LogModel', () => {
     expect(log.lines).toEqual(['one', 'two', 'three', '100%', 'bye']);
     expect(log.complete).toBe(true);
     expect(server.calls).toHaveLength(count);
+    log.dispose();
+  });
+
+  it('shows why a job’s logs are refused (no job grant), and follows them once the grant is given', async () => {
+    // Given a job whose logs the server refuses to this user
+    server.logs.set('job-1', 'epoch 1\n');
+    const why =
+      'You do not have permission to read the logs of job job-1 (alice’s). Ask a user with Can Manage ' +
+      'permission on it, or an admin, to grant you at least Can View on the job.';
+    server.failWith = new RequestError(
+      `jupyter-air/jobs/job-1/logs answered 403: ${why}`,
+      'server',
+      403
+    );
+    const log = new LogModel({ jobRunId: 'job-1', request: server.request, intervalMs: SECOND });
+    log.setVisible(true);
+    await advance(0);
+    // Then the view's error names the job and whom to ask, and no line is shown
+    expect(log.error?.status).toBe(403);
+    expect(log.error?.message).toContain('grant you at least Can View on the job');
+    expect(log.lines).toEqual([]);
+    // When the grant is given, Then a later retry reads the log and the error is gone
+    server.failWith = null;
+    await advance(log.retryInMs ?? SECOND);
+    expect(log.lines).toEqual(['epoch 1']);
+    expect(log.error).toBeNull();
     log.dispose();
   });
 

@@ -30,9 +30,11 @@ class WorkloadAgent(NodeAgent):
 
     def poll(self, offsets: dict[str, int]) -> dict:
         """New bytes of the output and its timestamps after ``offsets``; the exit status once the command ended."""
+        code = self.process.poll()
+        if code is not None:
+            self.process.settle()  # its last output written, and a failed write known, before it is judged
         folder = self.process.log_dir
         chunks = {name: read_from(folder / name, offsets.get(name, 0)) for name in (OUTPUT, TIMESTAMPS)}
-        code = self.process.poll()
         return {
             "chunks": chunks,
             "running": code is None,

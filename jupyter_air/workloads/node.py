@@ -19,6 +19,9 @@ from jupyter_air.workloads.pump import FAILED, PUMP_ENV
 
 #: Seconds the pump may take to write what is left once every process of the workload is gone.
 _PUMP_DRAIN_SECONDS = 10.0
+#: Seconds the end of the command waits for the pump to write its output (longer only if a background child holds
+#: the pipe, which ``finish`` stops).
+_SETTLE_SECONDS = 5.0
 #: What /bin/sh runs itself (builtins and keywords of dash, and of bash where /bin/sh is bash): no program of
 #: that name is needed.
 _SHELL_WORDS = frozenset(
@@ -60,6 +63,7 @@ class NodeProcess:
         self._log_error: str | None = None
         self._reports: threading.Thread | None = None
         self._stopped_code: int | None = None
+        self._settled = False
 
     def start(self) -> None:
         read_end, write_end = os.pipe()
@@ -104,11 +108,26 @@ class NodeProcess:
         return self._stopped_code if self._stopped_code is not None else code
 
     def wait(self, timeout: float) -> int | None:
+        """The exit status once the command ended and its output was written (:meth:`settle`), else None."""
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
+        self.settle()
         return self.poll()
+
+    def settle(self) -> None:
+        """Once the command has ended: let the pump write what it wrote and report a failed write, so that a full
+        disk is known before the attempt is judged (at most _SETTLE_SECONDS, once)."""
+        if self._settled:
+            return
+        self._settled = True
+        try:
+            self._pump.wait(timeout=_SETTLE_SECONDS)
+        except subprocess.TimeoutExpired:
+            return
+        if self._reports is not None:
+            self._reports.join(timeout=_SETTLE_SECONDS)
 
     def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
         """Stop every process of the command; its exit status (negative: the signal that ended it), kept for

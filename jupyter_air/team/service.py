@@ -29,12 +29,12 @@ from .hub import HubDirectory, caller_of
 class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandler):
     """A jobs route answered for the hub user who calls, with the job store and the hub's directory."""
 
-    def initialize(self, home: Path, directory: HubDirectory) -> None:
-        self.home, self.directory = home, directory
+    def initialize(self, jobs: JobsView) -> None:
+        self.jobs = jobs
 
     @property
     def view(self) -> JobsView:
-        return JobsView(self.home, self.hub_auth.base_url, caller_of(self.current_user), self.directory)
+        return self.jobs.as_caller(caller_of(self.current_user))
 
     async def answer(self, function, *args) -> None:
         self.set_header("Content-Type", "application/json")
@@ -94,8 +94,11 @@ class JobPermissionsHandler(ServiceHandler):
 
 
 def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Application:
-    """The service's routes under ``prefix`` (``/services/air-jobs/``)."""
-    options = {"home": home, "directory": directory}
+    """The service's routes under ``prefix`` (``/services/air-jobs/``), on the job store under ``home`` (created
+    if missing)."""
+    jobs = JobsView(home, prefix, directory=directory)
+    jobs.jobs.create()
+    options = {"jobs": jobs}
     routes = [
         (r"jobs", JobsHandler),
         (r"jobs/([^/]+)", JobHandler),

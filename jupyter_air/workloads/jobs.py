@@ -221,8 +221,8 @@ class Jobs:
         jobs = [] if store is None else store.list(active_only=active_only, limit=limit, **equal)
         if self.caller is None:
             return jobs
-        permissions = self.permissions
-        return [job for job in jobs if permissions.level(job_target(job)) is not None]
+        shown = self.permissions.visible([job_target(job) for job in jobs])
+        return [job for job, seen in zip(jobs, shown, strict=True) if seen]
 
     def cancel(self, job_run_id: str) -> Job:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and return it once it has ended."""

@@ -9,6 +9,7 @@ reading the jobs stays a read.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from jupyter_air.tracking.links import page_links, ui_fragment
@@ -30,6 +31,12 @@ class JobsView:
     def __init__(self, home: Path, base_url: str = "/", caller: Caller | None = None, directory=None):
         self.jobs = Jobs(home, caller, directory)
         self.base_url = base_url
+
+    def as_caller(self, caller: Caller) -> JobsView:
+        """This view as ``caller`` sees it, on the same job store (opened once, not per request)."""
+        view, view.jobs = copy.copy(self), copy.copy(self.jobs)
+        view.jobs.caller = caller
+        return view
 
     def list(self, limit: int = DEFAULT_LIMIT) -> dict:
         """Every job run, newest first, like ``air list --all-status -o json``, with attempts and links."""

@@ -89,8 +89,8 @@ class Schedules:
         found = self._read(None, fires)
         if self.jobs.caller is None:
             return found
-        permissions = self.jobs.permissions
-        return [schedule for schedule in found if permissions.level(schedule_target(schedule)) is not None]
+        shown = self.jobs.permissions.visible([schedule_target(schedule) for schedule in found])
+        return [schedule for schedule, seen in zip(found, shown, strict=True) if seen]
 
     def _read(self, name: str | None, fires: int) -> list[Schedule]:
         if not (self.jobs.home / "jobs.db").exists():

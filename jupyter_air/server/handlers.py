@@ -17,7 +17,8 @@ MAX_EPOCH_MS = 253_402_300_799_999
 
 
 class QueryArguments:
-    """Query arguments of a Tornado handler, checked, and errors answered as ``{"message": ...}`` JSON."""
+    """Query arguments and a JSON body of a Tornado handler, checked, and errors answered as ``{"message": ...}``
+    JSON."""
 
     def write_error(self, status_code: int, **kwargs) -> None:
         body = error_body(kwargs.get("exc_info", (None, None, None))[1])
@@ -26,6 +27,14 @@ class QueryArguments:
             return
         self.set_header("Content-Type", "application/json")
         self.finish(body)
+
+    def json_object(self) -> dict:
+        """The request's JSON body as an object; ``{}`` when it is missing or not one."""
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            body = None
+        return body if isinstance(body, dict) else {}
 
     def int_argument(
         self, name: str, default: int | None, minimum: int, maximum: int | None = None, accepted: str | None = None

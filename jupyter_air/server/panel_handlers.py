@@ -47,14 +47,6 @@ class PanelHandler(BaseHandler):
         """Run a model call in the executor; its errors are answered as ``model_errors.http_error`` maps them."""
         return await call_model(function, *args)
 
-    def json_object(self) -> dict:
-        """The request's JSON body as an object; ``{}`` when it is missing or not one."""
-        try:
-            body = json.loads(self.request.body or b"null")
-        except ValueError:
-            body = None
-        return body if isinstance(body, dict) else {}
-
 
 class RunsHandler(PanelHandler):
     """``GET runs?notebook=<path>[&since=&limit=&page_token=]``, or ``GET runs?from=<ms>&to=<ms>``."""

@@ -85,11 +85,7 @@ class JobPermissionsHandler(ServiceHandler):
 
     @tornado.web.authenticated
     async def put(self, job_run_id: str) -> None:
-        try:
-            body = json.loads(self.request.body or b"{}")
-        except ValueError:
-            body = None
-        body = body if isinstance(body, dict) else {}
+        body = self.json_object()
         await self.answer(self.view.grant, job_run_id, body.get("user"), body.get("group"), body.get("level"))
 
 

@@ -33,6 +33,8 @@ MAX_TOKENS = 10_000
 _lock = threading.Lock()
 _tokens: dict[str, tuple[float, str | None]] = {}
 _synced = -SYNC_SECONDS
+#: Users known to be in MLflow's user store since the last copy of the hub's list.
+_known: set[str] = set()
 
 
 def authenticate_request_hub_token():
@@ -81,20 +83,24 @@ def _owner(token: str) -> str | None:
 
 
 def _provision(caller: str) -> None:
-    """Create the caller and the hub's other users in MLflow's user store where missing (once a minute)."""
+    """Create the caller and the hub's other users in MLflow's user store where missing (once a minute); a caller
+    already seen costs no lock and no query."""
     global _synced
+    if caller in _known and time.monotonic() - _synced < SYNC_SECONDS:
+        return
     from mlflow.server.auth import store
 
     with _lock:
-        if store.has_user(caller) and time.monotonic() - _synced < SYNC_SECONDS:
-            return
+        if caller in _known and time.monotonic() - _synced < SYNC_SECONDS:
+            return  # another request synced meanwhile
         names = {user["name"] for user in _hub("users", os.environ["JUPYTERHUB_API_TOKEN"])} | {caller}
         for name in sorted(names):
             if store.has_user(name):
                 continue
             try:
                 store.create_user(name, secrets.token_urlsafe(32))
-            except Exception:
+            except Exception:  # another worker of the server created it meanwhile
                 if not store.has_user(name):
                     raise
+        _known.update(names)
         _synced = time.monotonic()

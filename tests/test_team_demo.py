@@ -96,6 +96,21 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_
         share = {"experiment": "/Users/alice/x", "user": "bob", "level": "READ"}
         assert call(f"{info['hub_url']}/user/alice/jupyter-air/experiments/share", alice, "POST", share)[0] == 200
         assert call(f"{api}/get?experiment_id={made[1]['experiment_id']}", bob)[0] == 200
+        # And her Experiment panel's jobs are the team's job service's: a workload she runs from her server is hers
+        # there, and bob is refused its logs until she grants him
+        (folder / "hub" / "users" / "alice" / "train.yaml").write_text(
+            "experiment_name: /Users/alice/jobs\ncommand: echo trained\ncompute:\n  num_accelerators: 0\n"
+        )
+        lab = f"{info['hub_url']}/user/alice/jupyter-air/jobs"
+        status, job = call(lab, alice, "POST", {"path": "train.yaml"})
+        assert status == 201 and job["user"] == "alice", job
+        assert [j["job_run_id"] for j in call(info["jobs_service_url"] + "jobs", alice)[1]["jobs"]] == [
+            job["job_run_id"]
+        ]
+        assert call(f"{info['jobs_service_url']}jobs/{job['job_run_id']}/logs", bob)[0] == 403
+        grant = {"user": "bob", "level": "CAN_VIEW"}
+        assert call(f"{lab}/{job['job_run_id']}/permissions", alice, "PUT", grant)[0] == 200
+        assert call(f"{info['jobs_service_url']}jobs/{job['job_run_id']}", bob)[0] == 200
     finally:
         # When it is stopped with Ctrl-C
         os.killpg(demo.pid, signal.SIGINT)

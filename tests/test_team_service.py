@@ -1,39 +1,55 @@
 """air-jobs as a real JupyterHub service on 127.0.0.1 (configurable-http-proxy in front): each request is answered
-as the hub user whose token it carries, with their job permissions; users and groups are the hub's."""
+as the hub user whose token it carries, with their job permissions; users and groups are the hub's. Jobs submitted
+through it are their submitter's, their logs kept by the service and not in MLflow; a user's Jupyter server
+configured for it answers the Experiment panel's job routes from it, as its user."""
 
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 
+from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.team.stack import Hub
 from jupyter_air.workloads.jobs import Jobs
 from jupyter_air.workloads.logs import OUTPUT, node_dir
 
 
+def ended_job(hub: Hub, owner: str, output: str) -> str:
+    """A job of ``owner`` in the service's job store, ended, whose log is ``output``."""
+    store = Jobs(hub.folder / "air").store
+    workload = {"experiment_name": "team-exp", "command": "true", "compute": {"num_accelerators": 0}}
+    job = store.create_job({**workload, "max_retries": 0}, "w.yaml", owner, "local", "").job_run_id
+    store.start_attempt(job, 0, "0123456789abcdef", None)
+    log = node_dir(store.job_dir(job), 0, 0)
+    log.mkdir(parents=True)
+    (log / OUTPUT).write_text(output)
+    store.update_attempt(job, 0, status="FINISHED", ended_ms=1)
+    store.finish(job, "SUCCEEDED")
+    return job
+
+
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):
-    """The hub, its air-jobs service on a team job store, and alice's ended job with one line of output."""
+    """The hub, its air-jobs service on a team job store and MLflow store, and alice's ended job with one line of
+    output."""
     folder = tmp_path_factory.mktemp("team")
-    home, uri = folder / "air", f"sqlite:///{folder / 'mlflow.db'}"
-    hub = Hub(folder, {"AIR_HOME": str(home), "MLFLOW_TRACKING_URI": uri})
+    hub = Hub(folder, {"AIR_HOME": str(folder / "air"), "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}"})
     try:
-        store = Jobs(home).store
-        workload = {"experiment_name": "team-exp", "command": "true", "compute": {"num_accelerators": 0}}
-        job = store.create_job({**workload, "max_retries": 0}, "w.yaml", "alice", "local", uri).job_run_id
-        store.start_attempt(job, 0, "0123456789abcdef", None)
-        log = node_dir(store.job_dir(job), 0, 0)
-        log.mkdir(parents=True)
-        (log / OUTPUT).write_text("epoch 1 loss 0.42\n")
-        store.update_attempt(job, 0, status="FINISHED", ended_ms=1)
-        store.finish(job, "SUCCEEDED")
+        job = ended_job(hub, "alice", "epoch 1 loss 0.42\n")
         hub.ready()
         yield hub, job, hub.tokens()
     finally:
         hub.stop()
+
+
+def service(team, user: str) -> ServiceJobs:
+    """The service as ``user``'s Jupyter server calls it (the client its panel routes use)."""
+    hub, _, tokens = team
+    return ServiceJobs(f"{hub.url}/services/air-jobs/", tokens[user])
 
 
 def call(team, user: str | None, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
@@ -103,3 +119,96 @@ def test_grants_name_the_hubs_users_and_groups(team):
     # And the hub's admin may read any job; a request without a hub token is refused
     assert call(team, "hubadmin", "GET", f"jobs/{job}/logs")[0] == 200
     assert call(team, None, "GET", f"jobs/{job}/logs")[0] == 403
+
+
+def test_alice_submits_through_the_service_and_her_logs_stay_out_of_mlflow(team, tmp_path):
+    hub, _, _ = team
+    # Given alice's workload file on the shared file system
+    (tmp_path / "train.yaml").write_text(
+        "experiment_name: team-submit\ncommand: echo epoch 1 loss 0.40\ncompute:\n  num_accelerators: 0\n"
+    )
+    alice, bob = service(team, "alice"), service(team, "bob")
+
+    # When she submits it through the service (as her Jupyter server does), and it ends
+    job = alice.submit(tmp_path, "train.yaml")
+    deadline = time.monotonic() + 120
+    while (ended := alice.get(job["job_run_id"]))["status"] in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, ended
+        time.sleep(0.3)
+
+    # Then the job is hers and succeeded; the service serves its log to her and refuses bob
+    assert (ended["user"], ended["status"], ended["source"]) == ("alice", "SUCCEEDED", str(tmp_path / "train.yaml"))
+    assert alice.logs(job["job_run_id"], -1, 0, 0)["text"] == "epoch 1 loss 0.40\n"
+    with pytest.raises(ServiceAnswer) as denied:
+        bob.logs(job["job_run_id"], -1, 0, 0)
+    assert denied.value.status == 403 and "Ask a user with Can Manage permission" in str(denied.value)
+    # And the attempt's MLflow run ended FINISHED with no log among its artifacts: whoever reads the experiment
+    # does not read the log
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{hub.folder / 'mlflow.db'}")
+    run = client.get_run(ended["attempts"][0]["mlflow_run_id"])
+    assert run.info.status == "FINISHED" and client.list_artifacts(run.info.run_id) == []
+
+
+def test_a_bad_workload_sent_to_the_service_names_every_problem_and_creates_nothing(team, tmp_path):
+    (tmp_path / "bad.yaml").write_text("experiment_name: team-bad\ncomand: true\n")
+    bob = service(team, "bob")
+    before = bob.list(1000)
+    with pytest.raises(ServiceAnswer) as refused:
+        bob.submit(tmp_path, "bad.yaml")
+    assert refused.value.status == 400
+    assert any("bad.yaml:2" in e and "did you mean 'command'" in e for e in refused.value.errors), refused.value.errors
+    # And a local artifact folder, where the service would write for him, is refused
+    (tmp_path / "local.yaml").write_text(
+        "experiment_name: team-bad\ncommand: 'true'\nmlflow_artifact_location: out\ncompute:\n  num_accelerators: 0\n"
+    )
+    with pytest.raises(ServiceAnswer) as refused:
+        bob.submit(tmp_path, "local.yaml")
+    assert "takes a URI" in refused.value.errors[0]
+    assert bob.list(1000) == before
+
+
+@pytest.fixture
+def air_config(team, monkeypatch) -> dict:
+    """Bob's Jupyter server: configured for the team's job service, his hub token in its environment."""
+    hub, _, tokens = team
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", tokens["bob"])
+    monkeypatch.setenv("AIR_JOBS_URL", "")  # the setting below is what counts; restored after the test
+    return {
+        "gpu_source": "none",
+        "mlflow_ui_autostart": False,
+        "jobs_service_url": f"{hub.url}/services/air-jobs/",
+    }
+
+
+async def test_bobs_jupyter_server_answers_the_panels_job_routes_from_the_service_as_bob(team, jp_fetch):
+    from tornado.httpclient import HTTPClientError
+
+    hub, _, _ = team
+    job = ended_job(hub, "alice", "epoch 3 loss 0.31\n")
+    # Given alice's job; When bob's Logs view asks his server for its log, Then the service's refusal comes through
+    with pytest.raises(HTTPClientError) as denied:
+        await jp_fetch("jupyter-air", "jobs", job, "logs")
+    assert denied.value.code == 403
+    assert json.loads(denied.value.response.body)["message"] == (
+        f"You do not have permission to read the logs of job {job} (alice's). Ask a user with Can Manage permission "
+        "on it, or an admin, to grant you at least Can View on the job."
+    )
+    # And his job list (from the service) does not hold it
+    listed = json.loads((await jp_fetch("jupyter-air", "jobs")).body)["jobs"]
+    assert job not in [j["job_run_id"] for j in listed]
+
+    # When alice grants him CAN_VIEW
+    assert call(team, "alice", "PUT", f"jobs/{job}/permissions", {"user": "bob", "level": "CAN_VIEW"})[0] == 200
+
+    # Then his server lists the job, reads and downloads its log, and says he may not cancel it
+    listed = json.loads((await jp_fetch("jupyter-air", "jobs")).body)["jobs"]
+    assert job in [j["job_run_id"] for j in listed]
+    assert json.loads((await jp_fetch("jupyter-air", "jobs", job, "logs")).body)["text"] == "epoch 3 loss 0.31\n"
+    download = await jp_fetch("jupyter-air", "jobs", job, "logs", "download")
+    assert download.body == b"epoch 3 loss 0.31\n"
+    assert download.headers["Content-Disposition"] == f'attachment; filename="{job}-attempt_0-node_0.log"'
+    with pytest.raises(HTTPClientError) as refused:
+        await jp_fetch("jupyter-air", "jobs", job, "cancel", method="POST", body=b"")
+    assert refused.value.code == 403

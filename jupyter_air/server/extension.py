@@ -17,6 +17,7 @@ from ..gpu.service import GpuService
 from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from ..home import AirHomeError, air_home
 from ..programs import path_first
+from ..team.client import JOBS_URL_ENV, ServiceJobs
 from ..tracking.links import PUBLIC_URL_ENV
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks, UiAutostart
@@ -98,6 +99,15 @@ class JupyterAir(ExtensionApp):
         "the server warns when its cluster accepts calls without a token.",
     )
 
+    jobs_service_url = Unicode(
+        "",
+        config=True,
+        help="The team's job service (air-jobs on JupyterHub), e.g. 'http://127.0.0.1:8081/services/air-jobs/'. When "
+        "set, the Experiment panel's job routes (list, submit, logs, cancel, permissions) are answered by it, as this "
+        "server's hub user (its JUPYTERHUB_API_TOKEN, whose role needs access:services!service=air-jobs); empty (the "
+        f"default): the jobs under AIR_HOME. The environment variable {JOBS_URL_ENV} overrides this setting.",
+    )
+
     job_check_interval_seconds = Float(
         5.0,
         config=True,
@@ -174,6 +184,10 @@ class JupyterAir(ExtensionApp):
             idle_holders=self.idle_holders,
         )
         self.settings["jupyter_air_gpu"] = service
+        if url := os.environ.get(JOBS_URL_ENV) or self.jobs_service_url:
+            os.environ[JOBS_URL_ENV] = url  # kernels and terminals (`air`) reach the same service
+            self.settings["jupyter_air_jobs"] = ServiceJobs(url, os.environ.get("JUPYTERHUB_API_TOKEN", ""))
+            self.log.info("jupyter_air: jobs are the team's job service's, at %s.", url)
         self.sampler.start()
         self._tasks = []
         if self.idle_holders.enabled:

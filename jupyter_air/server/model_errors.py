@@ -1,7 +1,8 @@
 """The one mapping from the models' errors to HTTP answers, for the Jupyter server's routes and the team's job
 service: lookups 404, bad input 400 (a workload with every problem in ``errors``), a missing job permission 403
 saying whom to ask, a job that is not active or a schedule at its ``max_concurrent_runs`` 409, a database that
-cannot be used 503 naming the file and what to do, a tracking server that refuses a grant 502 with its words."""
+cannot be used 503 naming the file and what to do, a tracking server that refuses a grant 502 with its words, the
+team's job service's refusals with its status and words."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Refused(tornado.web.HTTPError):
 def http_error(err: BaseException) -> tornado.web.HTTPError | None:
     """The answer for a model's error; None for an error that is a bug (it stays a 500 with its traceback logged)."""
     from ..home import AirHomeError, UnusableDatabase
+    from ..team.client import ServiceAnswer
     from ..tracking.runs_query import QueryError
     from ..tracking.sharing import ShareError
     from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
@@ -32,6 +34,8 @@ def http_error(err: BaseException) -> tornado.web.HTTPError | None:
 
     if isinstance(err, SubmitError):
         return Refused(err.args[0], err.problems)
+    if isinstance(err, ServiceAnswer):
+        return Refused(str(err), err.errors) if err.errors else tornado.web.HTTPError(err.status, "%s", str(err))
     status = next(
         (
             code

@@ -12,13 +12,9 @@ import posixpath
 from pathlib import Path
 
 import tornado.web
-from tornado.ioloop import IOLoop
 
 from .handlers import BaseHandler
 from .model_errors import Refused, call_model
-
-#: Bytes per write when a log file is downloaded.
-_DOWNLOAD_BLOCK_BYTES = 1 << 20
 
 
 class PanelHandler(BaseHandler):
@@ -31,17 +27,24 @@ class PanelHandler(BaseHandler):
         return self.settings.setdefault("jupyter_air_runs", RunsQuery(self.base_url))
 
     @property
-    def jobs(self):
+    def local_jobs(self):
+        """The jobs under AIR_HOME (and the schedules that fire them)."""
         from ..home import air_home_path
         from ..workloads.jobs_view import JobsView
 
-        return self.settings.setdefault("jupyter_air_jobs", JobsView(air_home_path(), self.base_url))
+        return self.settings.setdefault("jupyter_air_local_jobs", JobsView(air_home_path(), self.base_url))
+
+    @property
+    def jobs(self):
+        """The team's job service (``ServiceJobs``) when ``c.JupyterAir.jobs_service_url`` names one, else the jobs
+        under AIR_HOME."""
+        return self.settings.get("jupyter_air_jobs") or self.local_jobs
 
     @property
     def schedules(self):
         from ..workloads.schedules_view import SchedulesView
 
-        return self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.jobs))
+        return self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.local_jobs))
 
     async def call(self, function, *args):
         """Run a model call in the executor; its errors are answered as ``model_errors.http_error`` maps them."""
@@ -194,19 +197,13 @@ class JobLogDownloadHandler(PanelHandler):
     async def get(self, job_run_id: str) -> None:
         attempt = self.int_argument("attempt", -1, -1)
         node = self.int_argument("node", 0, 0)
-        path, number = await self.call(self.jobs.log_file, job_run_id, attempt, node)
+        number, blocks = await self.call(self.jobs.log_blocks, job_run_id, attempt, node)
         name = f"{job_run_id}-attempt_{number}-node_{node}.log"
         self.set_header("Content-Type", "text/plain; charset=utf-8")
         self.set_header("Content-Disposition", f'attachment; filename="{name}"')
-        try:
-            log = await IOLoop.current().run_in_executor(None, open, path, "rb")
-        except FileNotFoundError:
-            self.finish(b"")
-            return
-        with log:
-            while block := await IOLoop.current().run_in_executor(None, log.read, _DOWNLOAD_BLOCK_BYTES):
-                self.write(block)
-                await self.flush()
+        while block := await self.call(next, blocks, b""):
+            self.write(block)
+            await self.flush()
         self.finish()
 
 

@@ -17,13 +17,16 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import tornado.web
-from jupyterhub.services.auth import HubAuthenticated
+from jupyterhub.services.auth import HubAuth, HubAuthenticated
 
 from jupyter_air.server.handlers import QueryArguments
 from jupyter_air.server.model_errors import call_model
 from jupyter_air.workloads.jobs_view import JobsView
 
 from .hub import HubDirectory, caller_of
+
+#: Seconds between two checks of the team's jobs (dead supervisors reaped, due schedules fired).
+CHECK_SECONDS = 5.0
 
 
 class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandler):
@@ -42,13 +45,20 @@ class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandle
 
 
 class JobsHandler(ServiceHandler):
-    """``GET jobs[?limit=]``: the jobs the caller may see, newest first."""
+    """``GET jobs[?limit=]``: the jobs the caller may see, newest first. ``POST jobs`` ``{"workload", "path",
+    "label"}``: run the workload (its YAML, the absolute path it was read from) as the caller's job (201)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
         from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
 
         await self.answer(self.view.list, self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        body = self.json_object()
+        self.set_status(201)
+        await self.answer(self.view.submit_text, body.get("workload"), body.get("path"), body.get("label"))
 
 
 class JobHandler(ServiceHandler):
@@ -108,13 +118,21 @@ def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Ap
 def main() -> None:
     """Serve until JupyterHub stops the service (SIGTERM or SIGINT)."""
     import asyncio
+    import logging
     import signal
 
     from jupyter_air.home import air_home
+    from jupyter_air.server.tasks import JobChecks
+    from jupyter_air.workloads.supervisor import LOGS_ENV
 
     home = air_home(os.environ)
     directory = HubDirectory(os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"])
     url = urlsplit(os.environ["JUPYTERHUB_SERVICE_URL"])
+    os.environ[LOGS_ENV] = "service"  # the supervisors it starts keep logs here, behind the job permissions
+    HubAuth.instance()  # reads the service's token now: the jobs it starts never see it in their environment
+    for name in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"):
+        os.environ.pop(name, None)
+    logging.basicConfig(level=logging.INFO)
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -123,8 +141,11 @@ def main() -> None:
         server = make_app(os.environ["JUPYTERHUB_SERVICE_PREFIX"], home, directory).listen(
             url.port, address=url.hostname
         )
+        checks = JobChecks(CHECK_SECONDS, logging.getLogger("air-jobs"))  # reaps jobs, fires due schedules
+        checks.start()
         await stop.wait()
         server.stop()
+        checks.stop()
 
     asyncio.run(serve())
 

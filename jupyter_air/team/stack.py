@@ -50,6 +50,10 @@ c.JupyterHub.load_roles = [
     {{"name": "air-jobs-directory", "services": ["air-jobs"], "scopes": ["read:users:name", "read:groups:name"]}},
     {{"name": "user", "scopes": ["self", "access:services!service=air-jobs"]}},
     {{"name": "mlflow-users", "services": ["mlflow"], "scopes": ["list:users"]}},
+    {{
+        "name": "server",
+        "scopes": ["users:activity!user", "access:servers!server", "access:services!service=air-jobs"],
+    }},
 ]
 c.JupyterHub.spawner_class = "simple"  # NOT FOR PRODUCTION: every user's server runs as this machine's user
 c.Spawner.notebook_dir = "{folder}/users/{{username}}"
@@ -60,6 +64,7 @@ c.Spawner.environment = {{
     "AIR_HOME": lambda spawner: "{folder}/users/" + spawner.user.name + "/.air",
     "MLFLOW_TRACKING_URI": {mlflow_url!r},
     "MLFLOW_TRACKING_TOKEN": lambda spawner: spawner.api_token,
+    "AIR_JOBS_URL": "http://127.0.0.1:{port}/services/air-jobs/",
 }}
 """
 

@@ -63,13 +63,17 @@ class Jobs:
     """The jobs of one AIR_HOME (default ``$AIR_HOME``); blocking (SQLite, processes): keep it off event loops."""
 
     def __init__(self, home: Path | None = None, caller: Caller | None = None, directory: Directory | None = None):
-        """``caller``: who asks (None: AIR_HOME's owner, who may do all); ``directory``: whom grants may name
-        (default: the owner alone)."""
+        """``caller``: who asks (None: AIR_HOME's owner, may do all); ``directory``: whom grants may name."""
         from jupyter_air.home import air_home_path
 
         self.home = Path(home) if home is not None else air_home_path()
         self.caller, self.directory = caller, directory or OwnerOnly(getpass.getuser())
         self._store: JobStore | None = None
+
+    @property
+    def owner(self) -> str:
+        """Who owns what this caller submits: the caller (a hub user on the team's job service), else this user."""
+        return self.caller.name if self.caller is not None else getpass.getuser()
 
     @property
     def permissions(self) -> Permissions:
@@ -94,15 +98,15 @@ class Jobs:
     # Submitting.
 
     def resolve_file(
-        self, path: str | Path, overrides: tuple[str, ...] = (), ray_address: str | None = None, label=None
+        self, path: str | Path, overrides: tuple[str, ...] = (), ray_address: str | None = None, label=None, text=None
     ) -> Resolved:
-        """Validate the workload file at ``path`` (named ``label`` in errors, default ``path``) with ``overrides``,
-        and choose where it runs; raises SubmitError."""
+        """Validate the workload file at ``path`` (named ``label`` in errors, default ``path``; its ``text`` when it
+        was sent) with ``overrides``, and choose where it runs; raises SubmitError."""
         from .loader import WorkloadError, load_workload
 
         label = str(label or path)
         try:
-            loaded = load_workload(path, overrides, label=label)
+            loaded = load_workload(path, overrides, label=label, text=text)
         except WorkloadError as err:
             raise SubmitError(str(err), err.problems) from None
         workload, source = loaded.as_dict(), str(loaded.source)
@@ -126,6 +130,7 @@ class Jobs:
         from .executor import executor_for
         from .gpus import check_local, local_count
         from .permissions import grant_problems
+        from .run_as import account_problem
         from .scale import ScaleError, plan
         from .spec import Compute
 
@@ -143,7 +148,7 @@ class Jobs:
         notes, executor = [], scale.executor
         if executor == "local":
             problem, notes = check_local(compute.num_accelerators, compute.accelerator_type)
-            problems += [problem] if problem else []
+            problems += [p for p in (problem, account_problem(self.owner)) if p]
         else:
             shape = {"num_nodes": scale.num_nodes, "gpus_per_node": scale.gpus_per_node, "ray_address": scale.address}
             spec["compute"].update(shape)
@@ -161,9 +166,9 @@ class Jobs:
                 raise SubmitError(str(err), [str(err)], code=1) from None
         return Resolved(spec, source, executor, notes)
 
-    def submit_file(self, path: str | Path, *, overrides=(), ray_address=None, label=None, user=None) -> Job:
+    def submit_file(self, path: str | Path, *, overrides=(), ray_address=None, label=None, user=None, text=None) -> Job:
         """Validate, record and start the workload file at ``path``; returns the job (PENDING)."""
-        return self.start(self.resolve_file(path, tuple(overrides), ray_address, label), user=user)
+        return self.start(self.resolve_file(path, tuple(overrides), ray_address, label, text), user=user)
 
     def submit(
         self,
@@ -187,7 +192,7 @@ class Jobs:
         from .executor import executor_for
 
         executor = executor_for(resolved.executor)
-        store, user = self.store, user or getpass.getuser()
+        store, user = self.store, user or self.owner
         job = store.create_job(resolved.workload, resolved.source, user, executor.name, tracking_uri())
         self.permissions.record(job_target(job), resolved.workload.get("permissions", []), user)
         for name, data in (files or {}).items():
@@ -215,8 +220,7 @@ class Jobs:
         return job
 
     def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
-        """Job runs the caller may see, newest first (active ones unless ``active_only`` is False), filtered by
-        equal columns."""
+        """Job runs the caller may see, newest first (active only unless ``active_only`` is False), by columns."""
         store = self._existing()
         jobs = [] if store is None else store.list(active_only=active_only, limit=limit, **equal)
         if self.caller is None:

@@ -10,6 +10,7 @@ reading the jobs stays a read.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 
 from jupyter_air.tracking.links import page_links, ui_fragment
@@ -22,6 +23,8 @@ from .permissions import Caller
 from .records import Attempt, Job
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
+#: Bytes per block when a whole log is read.
+_BLOCK_BYTES = 1 << 20
 
 
 class JobsView:
@@ -53,6 +56,27 @@ class JobsView:
         job = self.jobs.submit_file(workload_file(root, path), label=path)
         return {**job_detail(job), **self._extras(job)}
 
+    def submit_text(self, text: object, path: object, label: object) -> dict:
+        """Submit a workload sent to the team's job service: its ``text``, the absolute ``path`` it was read from on
+        the shared file system (its folder is where relative paths point), ``label`` naming it in problems. A local
+        ``mlflow_artifact_location`` is refused: the service would write there for the caller."""
+        if (
+            not all(isinstance(v, str) and v and "\0" not in v for v in (text, path, label))
+            or not Path(path).is_absolute()
+        ):
+            why = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
+            raise SubmitError(f"cannot run the workload: {why}", [why])
+        resolved = self.jobs.resolve_file(path, label=label, text=text)
+        location = resolved.workload.get("mlflow_artifact_location")
+        if location and "://" not in location:
+            why = (
+                f"{label}: mlflow_artifact_location: the team's job service takes a URI (s3://..., "
+                "mlflow-artifacts:/...), not a local folder"
+            )
+            raise SubmitError(f"invalid workload {label}:\n  {why}", [why])
+        job = self.jobs.start(resolved)
+        return {**job_detail(job), **self._extras(job)}
+
     def cancel(self, job_run_id: str) -> dict:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and answer its summary."""
         return self._summary(self.jobs.cancel(job_run_id))
@@ -69,9 +93,20 @@ class JobsView:
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``, and the offset to ask next."""
         return self.jobs.logs(job_run_id, attempt, node, offset)
 
-    def log_file(self, job_run_id: str, attempt: int, node: int) -> tuple[Path, int]:
-        """The whole log file of ``node`` of ``attempt`` (-1: the latest) and the attempt's number."""
-        return self.jobs.log_file(job_run_id, attempt, node)
+    def log_blocks(self, job_run_id: str, attempt: int, node: int) -> tuple[int, Iterator[bytes]]:
+        """The attempt's number (``attempt`` -1: the latest) and the log of ``node`` as it is now, block by block."""
+        path, number = self.jobs.log_file(job_run_id, attempt, node)
+
+        def blocks() -> Iterator[bytes]:
+            try:
+                log = open(path, "rb")  # noqa: SIM115 - closed when the blocks are read
+            except FileNotFoundError:
+                return
+            with log:
+                while block := log.read(_BLOCK_BYTES):
+                    yield block
+
+        return number, blocks()
 
     def _summary(self, job: Job) -> dict:
         return {**job_summary(job), **self._extras(job)}

@@ -55,14 +55,14 @@ class ResolvedWorkload:
 
 
 def load_workload(
-    path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None, text: str | None = None
 ) -> ResolvedWorkload:
-    """Parse, override and validate the workload at `path` (named `label` in problems, default `path`); raise
-    `WorkloadError` on any problem."""
+    """Parse, override and validate the workload at `path` (named `label` in problems, default `path`; its `text`
+    when it was sent, not read here); raise `WorkloadError` on any problem."""
     source = Path(path)
     label = label or str(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        text = source.read_text(encoding="utf-8") if text is None else text
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(label, [f"{label}: cannot read the file: {exc}"]) from None
     data, lines = _parse(text, label)

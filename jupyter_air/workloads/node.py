@@ -49,10 +49,14 @@ class NodeProcess:
         log_dir: Path,
         marker: Mapping[str, str],
         umask: int | None = None,
+        account=None,
     ):
+        """``account``: the ``run_as.Account`` the command runs as (None: this process's)."""
         self.command = command
         self.cwd = cwd
         self.env = {**env, "PATH": path_first(env.get("PATH")), **marker}
+        self.env = account.environment(self.env) if account else self.env
+        self.account = account
         self.log_dir = log_dir
         self.marker = dict(marker)
         self.umask = umask
@@ -84,6 +88,7 @@ class NodeProcess:
                 stderr=write_end,
                 start_new_session=True,
                 **({} if self.umask is None else {"umask": self.umask}),
+                **(self.account.popen() if self.account else {}),
             )
         finally:
             os.close(read_end)

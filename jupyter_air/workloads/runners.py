@@ -21,6 +21,7 @@ from jupyter_air import procs
 
 from .logs import node_dir
 from .node import NodeProcess, missing_program
+from .run_as import account_for
 from .store import JobStore
 
 #: Seconds between checks for free GPUs while a job waits for its reservation.
@@ -40,6 +41,7 @@ class AttemptContext:
     umask: int | None
     store: JobStore
     job_run_id: str
+    owner: str = ""
 
     @property
     def job_dir(self) -> Path:
@@ -111,7 +113,8 @@ class LocalNodes:
         }
         spec, context = self.context.spec, self.context
         root = spec["code_source"]["root_path"]
-        self.process = NodeProcess(spec["command"], root, env, self.log_dirs[0], context.marker, context.umask)
+        account = account_for(context.owner)
+        self.process = NodeProcess(spec["command"], root, env, self.log_dirs[0], context.marker, context.umask, account)
         self.process.start()
         run.start_system_metrics(gpus=[str(i) for i in self.gpus])  # with the energy of the job's GPUs
 

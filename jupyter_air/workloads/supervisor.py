@@ -34,6 +34,9 @@ _EXIT_HINTS = {
 _FULL_DISK_RETRY_SECONDS = 2.0
 #: File in the job's folder holding some room on the disk, given back to record the job's end on a full disk.
 RESERVE = "space.reserve"
+#: ``service``: a job's logs stay with the team's job service (air-jobs sets it), which serves them behind the job's
+#: permissions, instead of becoming its run's artifacts that whoever may read the experiment could read.
+LOGS_ENV = "AIR_JOB_LOGS"
 #: Added to the reason of an attempt whose output could not be kept as its run's artifacts.
 NOT_UPLOADED = "its output was not uploaded to MLflow (no room on the disk); `air logs` shows it"
 
@@ -137,7 +140,7 @@ class Supervisor:
         from jupyter_air.cluster.errors import ClusterError
 
         marker = attempt_marker(self.job_run_id, attempt)
-        context = AttemptContext(job.workload, attempt, marker, self.user_umask, self.store, self.job_run_id)
+        context = AttemptContext(job.workload, attempt, marker, self.user_umask, self.store, self.job_run_id, job.user)
         node = self.executor.runner(context)
         try:
             try:  # where it runs comes first: a refusal leaves no run behind
@@ -220,7 +223,7 @@ class Supervisor:
                 )
             )
             error = f"{outcome.error}; {NOT_UPLOADED}"
-        else:
+        elif os.environ.get(LOGS_ENV) != "service":
             try:
                 for index, directory in enumerate(node.log_dirs):
                     run.upload(sorted(directory.glob("*")), attempt_logs_folder(attempt, index))

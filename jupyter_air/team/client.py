@@ -1,0 +1,117 @@
+"""The team's job service (air-jobs) as a user's Jupyter server sees it: the jobs routes called with the user's hub
+token, answered in the shapes of :class:`~jupyter_air.workloads.jobs_view.JobsView`, so the panel's handlers serve
+either the same way. The service's refusals come back as :class:`ServiceAnswer` with its status and words (a 403
+names the job and whom to ask)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+#: The team's job service whose jobs a Jupyter server's job routes answer (overrides ``c.JupyterAir.jobs_service_url``;
+#: a hub's spawner sets it for every user).
+JOBS_URL_ENV = "AIR_JOBS_URL"
+#: Seconds a call to the job service may take.
+TIMEOUT_SECONDS = 30
+
+
+class ServiceAnswer(RuntimeError):
+    """The job service refused a call (``status``, its message and, for a workload, every problem in ``errors``),
+    or could not be reached (502)."""
+
+    def __init__(self, status: int, message: str, errors: list[str] | None = None):
+        super().__init__(message)
+        self.status, self.errors = status, errors
+
+
+class ServiceJobs:
+    """The jobs of the air-jobs service at ``url`` (e.g. ``http://127.0.0.1:8081/services/air-jobs/``) that the
+    holder of the hub ``token`` may see."""
+
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url.rstrip("/") + "/", token
+
+    def list(self, limit: int) -> dict:
+        return self._call("GET", f"jobs?limit={limit}")
+
+    def get(self, job_run_id: str) -> dict:
+        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}")
+
+    def submit(self, root: Path, path: str) -> dict:
+        """Send the workload file at ``path`` under ``root`` (checked as the local view checks it) to the service,
+        which runs it as ``air run -f`` would; the file's folder is where its relative paths point."""
+        from jupyter_air.workloads.jobs_view import workload_file
+
+        target = workload_file(root, path)
+        body = {"workload": target.read_text(encoding="utf-8"), "path": str(target), "label": path}
+        return self._call("POST", "jobs", body)
+
+    def cancel(self, job_run_id: str) -> dict:
+        return self._call("POST", f"jobs/{quote(job_run_id, safe='')}/cancel")
+
+    def permissions(self, job_run_id: str) -> dict:
+        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}/permissions")
+
+    def grant(self, job_run_id: str, user: str | None, group: str | None, level: str | None) -> dict:
+        body = {"user": user, "group": group, "level": level}
+        return self._call("PUT", f"jobs/{quote(job_run_id, safe='')}/permissions", body)
+
+    def logs(self, job_run_id: str, attempt: int, node: int, offset: int) -> dict:
+        query = urlencode({"attempt": attempt, "node": node, "offset": offset})
+        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}/logs?{query}")
+
+    def log_blocks(self, job_run_id: str, attempt: int, node: int) -> tuple[int, Iterator[bytes]]:
+        """The attempt's number and the log as it is now, read page by page."""
+        first = self.logs(job_run_id, attempt, node, 0)
+
+        def pages() -> Iterator[bytes]:
+            page = first
+            while page["text"]:
+                yield page["text"].encode("utf-8")
+                if page["next_offset"] >= page["size_bytes"]:
+                    return
+                page = self.logs(job_run_id, first["attempt"], node, page["next_offset"])
+
+        return first["attempt"], pages()
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            self.url + path,
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as err:
+            raise _refusal(err) from None
+        except OSError as err:
+            raise ServiceAnswer(
+                502,
+                f"The team's job service at {self.url} does not answer ({err}). Ask the hub's admins whether the "
+                "air-jobs service runs (the hub's log says why it stopped).",
+            ) from None
+
+
+def _refusal(err: urllib.error.HTTPError) -> ServiceAnswer:
+    """The service's answer in its own words (JSON ``message``); the hub's own refusals (a token without access to
+    the service) say how to get access."""
+    text = err.read().decode("utf-8", "replace")
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return ServiceAnswer(err.code, body["message"], body.get("errors"))
+    if err.code in (401, 403):
+        return ServiceAnswer(
+            403,
+            "The team's job service refused this server's hub token: its role needs the scope "
+            "access:services!service=air-jobs (c.JupyterHub.load_roles, role 'server').",
+        )
+    return ServiceAnswer(502, f"The team's job service answered {err.code} {err.reason}: {text[:300]}")

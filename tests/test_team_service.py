@@ -6,6 +6,9 @@ configured for it answers the Experiment panel's job routes from it, as its user
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -212,3 +215,58 @@ async def test_bobs_jupyter_server_answers_the_panels_job_routes_from_the_servic
     with pytest.raises(HTTPClientError) as refused:
         await jp_fetch("jupyter-air", "jobs", job, "cancel", method="POST", body=b"")
     assert refused.value.code == 403
+
+
+def air(team, user: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
+    """`air` in ``user``'s terminal on the hub: AIR_JOBS_URL and their hub token, as their server's terminals have."""
+    hub, _, tokens = team
+    env = {**os.environ, "AIR_JOBS_URL": f"{hub.url}/services/air-jobs/", "JUPYTERHUB_API_TOKEN": tokens[user]}
+    env["AIR_HOME"] = str(hub.folder / f"{user}-own-air-home")  # never used for these commands
+    command = [sys.executable, "-m", "jupyter_air.cli", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=cwd)
+
+
+def test_air_in_a_users_terminal_runs_and_reads_the_teams_jobs_as_that_user(team, tmp_path):
+    hub, _, _ = team
+    (tmp_path / "train.yaml").write_text(
+        "experiment_name: team-cli\ncommand: echo step $STEP\nenv_variables:\n  STEP: '1'\n"
+        "compute:\n  num_accelerators: 0\n"
+    )
+    # When alice runs a workload with `air run --watch` (an override on the way), Then it streams and succeeds
+    ran = air(team, "alice", "run", "-f", "train.yaml", "--override", "env_variables.STEP=7", "--watch", cwd=tmp_path)
+    assert ran.returncode == 0 and ran.stdout.splitlines()[-1] == "step 7", ran
+    job = ran.stdout.splitlines()[0]
+    # And it is hers on the service: `air list` and `air get` show it, with her name
+    listed = json.loads(air(team, "alice", "list", "--all-status", "-o", "json").stdout)
+    assert [(j["job_run_id"], j["user"], j["status"]) for j in listed][0] == (job, "alice", "SUCCEEDED")
+    shown = air(team, "alice", "get", job).stdout
+    assert "\nUser:              alice\n" in shown and "/services/air-jobs/" not in shown, shown
+    # And her own AIR_HOME was never made
+    assert not (hub.folder / "alice-own-air-home").exists()
+
+    # When bob asks for its logs, Then he is refused with whom to ask (exit 1), and cannot grant himself
+    refused = air(team, "bob", "logs", job)
+    assert refused.returncode == 1 and "Ask a user with Can Manage permission on it" in refused.stderr
+    assert air(team, "bob", "permissions", job, "--user", "bob", "--level", "CAN_VIEW").returncode == 1
+    # When alice grants him CAN_VIEW with `air permissions`, Then he reads the log and may not cancel
+    granted = air(team, "alice", "permissions", job, "--user", "bob", "--level", "CAN_VIEW")
+    assert granted.returncode == 0 and "bob" in granted.stdout, granted
+    assert air(team, "bob", "logs", job).stdout == "step 7\n"
+    assert "your level: CAN_VIEW" in air(team, "bob", "permissions", job).stdout
+    # And of alice's running job, bob (CAN_VIEW) may not cancel it; she may
+    (tmp_path / "long.yaml").write_text(
+        "experiment_name: team-cli\ncommand: sleep 60\ncompute:\n  num_accelerators: 0\n"
+    )
+    running = air(team, "alice", "run", "-f", "long.yaml", cwd=tmp_path).stdout.strip()
+    assert air(team, "alice", "permissions", running, "--user", "bob", "--level", "CAN_VIEW").returncode == 0
+    refused = air(team, "bob", "cancel", running)
+    assert refused.returncode == 1 and "grant you at least Can Manage Run on the job" in refused.stderr, refused
+    assert air(team, "alice", "cancel", running).stdout == f"{running}  CANCELED\n"
+    # And bad input exits 2 and says what is wrong
+    bad = air(team, "alice", "permissions", job, "--user", "dave", "--level", "CAN_VIEW")
+    assert bad.returncode == 2 and "no user 'dave' on this JupyterHub" in bad.stderr
+    (tmp_path / "typo.yaml").write_text("experiment_name: team-cli\ncomand: 'true'\n")
+    typo = air(team, "alice", "run", "-f", "typo.yaml", cwd=tmp_path)
+    assert typo.returncode == 2 and "typo.yaml:2" in typo.stderr, typo
+    dry = air(team, "alice", "run", "-f", "train.yaml", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 2 and "--dry-run: not with the team's job service (AIR_JOBS_URL)" in dry.stderr

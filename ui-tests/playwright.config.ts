@@ -2,8 +2,8 @@
  * Browser tests against real JupyterLab servers in Debian's Chromium:
  * one server per GPU source (simulated, none), one without the server extension, one for training runs,
  * one with Jupyter's login on, one for the Experiment panel, one with the tests' fake NVML for idle GPU
- * holders, one tracking into a team's MLflow server with its authentication app, and one watching a Ray cluster
- * on loopback.
+ * holders, one tracking into a team's MLflow server with its authentication app, one watching a Ray cluster
+ * on loopback, and a team's JupyterHub whose users' JupyterLab run their jobs through its air-jobs service.
  */
 import type { PlaywrightTestConfig } from '@playwright/test';
 import * as fs from 'fs';
@@ -48,12 +48,31 @@ process.env.JUPYTER_AIR_UI_SHARING_DIR ??= fs.mkdtempSync(
 );
 export const SHARING_DIR = process.env.JUPYTER_AIR_UI_SHARING_DIR;
 
+/**
+ * Where the team's JupyterHub keeps its state, its air-jobs service's jobs and users' folders, and writes
+ * `team.json` (the hub's URL, the shared password, each user's API token): team_server.py makes it 0700.
+ */
+process.env.JUPYTER_AIR_UI_TEAM_DIR ??= fs.mkdtempSync(
+  path.join(os.tmpdir(), 'jupyter-air-ui-team-')
+);
+export const TEAM_DIR = process.env.JUPYTER_AIR_UI_TEAM_DIR;
+
 /** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
 export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
 export const LINKS_TOKEN = 'links-test-token';
 
-/** One JupyterLab server per project; `command` replaces `jlpm start`. */
-const SERVERS: { name: string; port: number; env: Record<string, string>; command?: string }[] = [
+/**
+ * One JupyterLab server per project; `command` replaces `jlpm start`, `ready` (a path answering 2xx-3xx once
+ * it is up) replaces `/lab`, `host` replaces `localhost`.
+ */
+const SERVERS: {
+  name: string;
+  port: number;
+  env: Record<string, string>;
+  command?: string;
+  ready?: string;
+  host?: string;
+}[] = [
   {
     name: 'simulated',
     port: PORT_BASE,
@@ -114,6 +133,16 @@ const SERVERS: { name: string; port: number; env: Record<string, string>; comman
     port: PORT_BASE + 6,
     command: 'jlpm start:cluster',
     env: {}
+  },
+  {
+    // A team's JupyterHub (team_server.py): users alice, bob and carol log in with one shared password and
+    // get their own JupyterLab, whose jobs are the hub's air-jobs service's. The hub listens on 127.0.0.1 only.
+    name: 'team',
+    port: PORT_BASE + 9,
+    command: 'jlpm start:team',
+    ready: '/hub/api/',
+    host: '127.0.0.1',
+    env: {}
   }
 ];
 
@@ -153,11 +182,11 @@ const config: PlaywrightTestConfig = {
     name: server.name,
     // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
     testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
-    use: { baseURL: `http://localhost:${server.port}` }
+    use: { baseURL: `http://${server.host ?? 'localhost'}:${server.port}` }
   })),
   webServer: STARTED.map(server => ({
     command: server.command ?? 'jlpm start',
-    url: `http://localhost:${server.port}/lab`,
+    url: `http://${server.host ?? 'localhost'}:${server.port}${server.ready ?? '/lab'}`,
     env: {
       ...(process.env as Record<string, string>),
       ...server.env,
@@ -165,7 +194,8 @@ const config: PlaywrightTestConfig = {
     },
     timeout: 180_000,
     reuseExistingServer: false,
-    // SIGTERM lets cluster_server.py stop its Ray nodes; a SIGKILL would leave some running.
+    // SIGTERM lets cluster_server.py stop its Ray nodes, and team_server.py its hub and users' servers; a
+    // SIGKILL would leave some running.
     gracefulShutdown: { signal: 'SIGTERM' as const, timeout: 30_000 }
   }))
 };

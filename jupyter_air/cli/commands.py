@@ -22,6 +22,12 @@ _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user",
 
 
 def dispatch(args: argparse.Namespace) -> int:
+    from jupyter_air.team.client import ServiceJobs
+
+    from . import team_commands
+
+    if (service := ServiceJobs.from_environment()) is not None and args.command in team_commands.COMMANDS:
+        return team_commands.dispatch(service, args)
     if args.command == "run":
         return run(args)
     if args.command == "share":
@@ -73,15 +79,20 @@ def run(args: argparse.Namespace) -> int:
         job = jobs.start(resolved)
     except SubmitError as err:
         raise CliError(str(err), code=err.code) from None
+    announce(job, args)
+    if args.watch:
+        return watch(jobs.store, job, json_lines=args.output == "json")
+    return 0
+
+
+def announce(job: Job, args: argparse.Namespace) -> None:
+    """Say which job `air run` started: its id (and how to follow it), or its summary with ``-o json``."""
     if args.output == "json":
         output.print_json(job_summary(job), compact=True)
     else:
         print(job.job_run_id, flush=True)
         if not args.watch:
             print(f"follow it with: air logs {job.job_run_id} --follow", file=sys.stderr)
-    if args.watch:
-        return watch(jobs.store, job, json_lines=args.output == "json")
-    return 0
 
 
 def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
@@ -133,6 +144,11 @@ def get(jobs: Jobs, args: argparse.Namespace) -> int:
     if args.output == "json":
         output.print_json(job_detail(job))
         return 0
+    return show(job, origin)
+
+
+def show(job: Job, origin: str | None) -> int:
+    """Print a job run as `air get` does (``origin``: where its MLflow links come from)."""
     spec = job.workload
     output.fields(
         [
@@ -150,7 +166,7 @@ def get(jobs: Jobs, args: argparse.Namespace) -> int:
             ("Exit code", "-" if job.exit_code is None else str(job.exit_code)),
             ("Waiting" if job.status == "PENDING" and job.error else "Error", job.error or "-"),
             ("Command", spec.get("command") or f"({spec.get('kind', 'command')})"),
-            ("Working directory", spec["code_source"]["root_path"]),
+            ("Working directory", spec.get("code_source", {}).get("root_path", "-")),
             ("Artifact location", spec.get("mlflow_artifact_location") or "the store's default"),
             ("Source", job.source),
             ("MLflow links", f"from {origin}" if origin else "none: no MLflow UI serving this store is known"),

@@ -9,6 +9,9 @@ from jupyter_air.workloads.permissions import LEVELS
 
 from . import CliError, output
 
+#: What `air permissions` needs to grant, said when it is given half of it.
+GRANT_USAGE = "give --user or --group with --level or --revoke to grant; neither to list"
+
 
 def add_parser(sub, json_help: str) -> None:
     permissions = sub.add_parser(
@@ -36,7 +39,7 @@ def permissions(jobs, args: argparse.Namespace) -> int:
 
     granting = args.user is not None or args.group is not None
     if granting != (args.level is not None or args.revoke):
-        raise CliError("give --user or --group with --level or --revoke to grant; neither to list", 2)
+        raise CliError(GRANT_USAGE, 2)
     access = Access(jobs)
     try:
         answer = access.grant(args.name, args.user, args.group, args.level) if granting else access.list(args.name)
@@ -47,6 +50,11 @@ def permissions(jobs, args: argparse.Namespace) -> int:
     except (JobNotFound, ScheduleNotFound, Forbidden) as err:
         hint = "; `air list --all-status` and `air schedules list` name them" if not isinstance(err, Forbidden) else ""
         raise CliError(f"{err}{hint}") from None
+    return show(answer, args)
+
+
+def show(answer: dict, args: argparse.Namespace) -> int:
+    """Print who may use a job or schedule (``Access.list``'s answer) as a table, or as JSON with ``-o json``."""
     if args.output == "json":
         output.print_json(answer, compact=True)
         return 0

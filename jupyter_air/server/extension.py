@@ -186,7 +186,7 @@ class JupyterAir(ExtensionApp):
         self.settings["jupyter_air_gpu"] = service
         if url := os.environ.get(JOBS_URL_ENV) or self.jobs_service_url:
             os.environ[JOBS_URL_ENV] = url  # kernels and terminals (`air`) reach the same service
-            self.settings["jupyter_air_jobs"] = ServiceJobs(url, os.environ.get("JUPYTERHUB_API_TOKEN", ""))
+            self.settings["jupyter_air_jobs"] = ServiceJobs.from_environment()
             self.log.info("jupyter_air: jobs are the team's job service's, at %s.", url)
         self.sampler.start()
         self._tasks = []

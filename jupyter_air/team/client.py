@@ -6,6 +6,7 @@ names the job and whom to ask)."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +36,12 @@ class ServiceJobs:
     def __init__(self, url: str, token: str):
         self.url, self.token = url.rstrip("/") + "/", token
 
+    @classmethod
+    def from_environment(cls) -> ServiceJobs | None:
+        """The service ``AIR_JOBS_URL`` names, called with ``JUPYTERHUB_API_TOKEN``; None when it names none."""
+        url = os.environ.get(JOBS_URL_ENV)
+        return cls(url, os.environ.get("JUPYTERHUB_API_TOKEN", "")) if url else None
+
     def list(self, limit: int) -> dict:
         return self._call("GET", f"jobs?limit={limit}")
 
@@ -46,8 +53,13 @@ class ServiceJobs:
         which runs it as ``air run -f`` would; the file's folder is where its relative paths point."""
         from jupyter_air.workloads.jobs_view import workload_file
 
-        target = workload_file(root, path)
-        body = {"workload": target.read_text(encoding="utf-8"), "path": str(target), "label": path}
+        return self.send(workload_file(root, path), path)
+
+    def send(self, target: Path, label: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+        """Send the workload file at the absolute path ``target`` (named ``label`` in problems), with ``air run``'s
+        ``--override`` items, to be run as the caller's job; what ``get`` answers for it."""
+        text = target.read_text(encoding="utf-8")
+        body = {"workload": text, "path": str(target), "label": label, "overrides": list(overrides)}
         return self._call("POST", "jobs", body)
 
     def cancel(self, job_run_id: str) -> dict:

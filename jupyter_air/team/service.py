@@ -46,7 +46,8 @@ class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandle
 
 class JobsHandler(ServiceHandler):
     """``GET jobs[?limit=]``: the jobs the caller may see, newest first. ``POST jobs`` ``{"workload", "path",
-    "label"}``: run the workload (its YAML, the absolute path it was read from) as the caller's job (201)."""
+    "label", "overrides"}``: run the workload (its YAML, the absolute path it was read from, `air run`'s
+    ``--override`` items) as the caller's job (201)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -58,7 +59,8 @@ class JobsHandler(ServiceHandler):
     async def post(self) -> None:
         body = self.json_object()
         self.set_status(201)
-        await self.answer(self.view.submit_text, body.get("workload"), body.get("path"), body.get("label"))
+        sent = (body.get("workload"), body.get("path"), body.get("label"), body.get("overrides") or [])
+        await self.answer(self.view.submit_text, *sent)
 
 
 class JobHandler(ServiceHandler):
@@ -102,7 +104,7 @@ class JobPermissionsHandler(ServiceHandler):
 def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Application:
     """The service's routes under ``prefix`` (``/services/air-jobs/``), on the job store under ``home`` (created
     if missing)."""
-    jobs = JobsView(home, prefix, directory=directory)
+    jobs = JobsView(home, None, directory=directory)
     jobs.jobs.create()
     options = {"jobs": jobs}
     routes = [

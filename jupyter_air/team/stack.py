@@ -83,12 +83,22 @@ def free_port() -> int:
 
 class Hub:
     """The hub in ``folder`` (0700), started at once; :meth:`ready` waits for it. ``environment``: the air-jobs
-    service's (its ``AIR_HOME``); ``mlflow_url``: where users' servers track."""
+    service's (its ``AIR_HOME``); ``mlflow_url``: where users' servers track; ``port``: the proxy's public port
+    (a free one by default)."""
 
-    def __init__(self, folder: pathlib.Path, environment: dict[str, str], mlflow_url: str = "", proxy: str = ""):
+    def __init__(
+        self,
+        folder: pathlib.Path,
+        environment: dict[str, str],
+        mlflow_url: str = "",
+        proxy: str = "",
+        port: int | None = None,
+    ):
         self.folder = folder
         folder.chmod(0o700)
         ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
+        if port is not None:
+            ports["port"] = port
         self.url = f"http://127.0.0.1:{ports['port']}"
         self.mlflow_token, self.password = secrets.token_hex(16), secrets.token_urlsafe(12)
         for user in (*USERS, ADMIN):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from .records import Job
+from .records import Attempt, Job
 
 
 def job_summary(job: Job) -> dict[str, Any]:
@@ -54,3 +55,51 @@ def job_detail(job: Job) -> dict[str, Any]:
 def job_json(job: Job, detail: bool = True) -> dict[str, Any]:
     """:func:`job_detail` (or :func:`job_summary` with ``detail=False``)."""
     return job_detail(job) if detail else job_summary(job)
+
+
+def job_from_json(data: dict[str, Any]) -> Job:
+    """The job a :func:`job_detail` (or a jobs route's summary, which has ``attempts``) describes, as a record to
+    print: what a job service answers, shown as `air` shows its own jobs."""
+    job_run_id = data["job_run_id"]
+    attempts = [
+        Attempt(
+            **{k: a.get(k) for k in ("attempt", "status", "mlflow_run_id", "started_ms", "ended_ms", "exit_code")},
+            job_run_id=job_run_id,
+            mlflow_run_url=a.get("url") or a.get("mlflow_run_url"),
+            pid=None,
+            pid_started=None,
+            error=a.get("error"),
+            nodes=json.dumps(a["nodes"]) if a.get("nodes") else None,
+        )
+        for a in data.get("attempts", [])
+    ]
+    ray = data.get("ray_job") or {}
+    return Job(
+        **{k: data.get(k) for k in _SUMMARY_FIELDS},
+        workload=data.get("workload") or {"compute": {"num_nodes": data.get("num_nodes", 1)}},
+        source=data.get("source", ""),
+        supervisor_pid=None,
+        supervisor_started=None,
+        cancel_requested=False,
+        ray_job_url=ray.get("job_server"),
+        ray_status=ray.get("status"),
+        attempts=attempts,
+    )
+
+
+_SUMMARY_FIELDS = [
+    "job_run_id",
+    "experiment_name",
+    "experiment_id",
+    "status",
+    "user",
+    "executor",
+    "num_accelerators",
+    "max_retries",
+    "gpus",
+    "submitted_ms",
+    "started_ms",
+    "ended_ms",
+    "exit_code",
+    "error",
+]

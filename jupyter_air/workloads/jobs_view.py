@@ -29,9 +29,11 @@ _BLOCK_BYTES = 1 << 20
 
 class JobsView:
     """Answers the jobs routes from the job database under ``home`` (only a submit creates it), for ``caller`` (None:
-    AIR_HOME's owner) with grants naming the users and groups of ``directory`` (default: the owner alone)."""
+    AIR_HOME's owner) with grants naming the users and groups of ``directory`` (default: the owner alone). Links
+    open runs through the Jupyter server at ``base_url`` (None: no Jupyter server, only a remote tracking server's
+    pages)."""
 
-    def __init__(self, home: Path, base_url: str = "/", caller: Caller | None = None, directory=None):
+    def __init__(self, home: Path, base_url: str | None = "/", caller: Caller | None = None, directory=None):
         self.jobs = Jobs(home, caller, directory)
         self.base_url = base_url
 
@@ -56,7 +58,7 @@ class JobsView:
         job = self.jobs.submit_file(workload_file(root, path), label=path)
         return {**job_detail(job), **self._extras(job)}
 
-    def submit_text(self, text: object, path: object, label: object) -> dict:
+    def submit_text(self, text: object, path: object, label: object, overrides: object = None) -> dict:
         """Submit a workload sent to the team's job service: its ``text``, the absolute ``path`` it was read from on
         the shared file system (its folder is where relative paths point), ``label`` naming it in problems. A local
         ``mlflow_artifact_location`` is refused: the service would write there for the caller."""
@@ -66,14 +68,15 @@ class JobsView:
         ):
             why = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
             raise SubmitError(f"cannot run the workload: {why}", [why])
-        resolved = self.jobs.resolve_file(path, label=label, text=text)
+        resolved = self.jobs.resolve_file(path, tuple(overrides), label=label, text=text)
         location = resolved.workload.get("mlflow_artifact_location")
+        why = None
         if location and "://" not in location:
-            why = (
-                f"{label}: mlflow_artifact_location: the team's job service takes a URI (s3://..., "
-                "mlflow-artifacts:/...), not a local folder"
-            )
-            raise SubmitError(f"invalid workload {label}:\n  {why}", [why])
+            why = "mlflow_artifact_location: the team's job service takes a URI (s3://..., mlflow-artifacts:/...)"
+        elif "schedule" in resolved.workload:
+            why = "schedule: the team's job service runs jobs now; schedule it in your own AIR_HOME (no AIR_JOBS_URL)"
+        if why:
+            raise SubmitError(f"invalid workload {label}:\n  {label}: {why}", [f"{label}: {why}"])
         job = self.jobs.start(resolved)
         return {**job_detail(job), **self._extras(job)}
 
@@ -120,7 +123,7 @@ class JobsView:
         if attempt.mlflow_run_id is None:
             return None
         uri = job.tracking_uri or tracking_uri()
-        if uri == tracking_uri():
+        if uri == tracking_uri() and self.base_url is not None:
             return page_links(self.base_url, job.experiment_id or "0", attempt.mlflow_run_id).run
         if is_remote(uri):
             return uri.rstrip("/") + "/" + ui_fragment(job.experiment_id or "0", attempt.mlflow_run_id)

@@ -1,0 +1,123 @@
+"""`air run`, `list`, `get`, `logs`, `cancel` and `permissions` against the team's job service (``AIR_JOBS_URL``
+set, as a hub's spawner sets it in users' servers, and ``JUPYTERHUB_API_TOKEN``): the same commands and output as
+on the user's own AIR_HOME, answered as their hub user. ``share`` and the schedules stay the user's."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from jupyter_air.team.client import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.job_json import job_from_json
+from jupyter_air.workloads.jobs_view import MAX_LIMIT
+from jupyter_air.workloads.logs import LogLine
+from jupyter_air.workloads.records import Job
+
+from . import CliError, commands, output
+from .follow import emit
+
+#: The commands the team's job service answers.
+COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions")
+#: Seconds between two reads of a followed log.
+_FOLLOW_SECONDS = 1.0
+
+
+class TeamJobs:
+    """The service's jobs as records, for the commands that print them as they print the user's own."""
+
+    def __init__(self, service: ServiceJobs):
+        self.service = service
+
+    def get(self, job_run_id: str) -> Job:
+        return job_from_json(self.service.get(job_run_id))
+
+    def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
+        found = [job_from_json(j) for j in self.service.list(MAX_LIMIT)["jobs"]]
+        kept = [j for j in found if (j.active or not active_only) and all(getattr(j, k) == v for k, v in equal.items())]
+        return kept[:limit]
+
+    def cancel(self, job_run_id: str) -> Job:
+        return job_from_json(self.service.cancel(job_run_id))
+
+
+def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
+    """Run one of :data:`COMMANDS` against the service; its refusals exit 2 (bad input) or 1, in its words."""
+    from .permission_commands import GRANT_USAGE, show
+
+    jobs = TeamJobs(service)
+    try:
+        if args.command == "run":
+            return _run(service, args)
+        if args.command == "list":
+            _refuse(args.schedule, "--schedule", "schedules are your own AIR_HOME's: unset AIR_JOBS_URL to list theirs")
+            return commands.list_jobs(jobs, args)
+        if args.command == "get":
+            if args.output == "json":
+                output.print_json(service.get(args.job_run_id))
+                return 0
+            return commands.show(jobs.get(args.job_run_id), "the team's job service")
+        if args.command == "logs":
+            return _logs(service, args)
+        if args.command == "cancel":
+            return commands.cancel_jobs(jobs, args)
+        if (granting := args.user is not None or args.group is not None) != (args.level is not None or args.revoke):
+            raise CliError(GRANT_USAGE, 2)
+        granted = granting and service.grant(args.name, args.user, args.group, args.level)
+        return show(granted or service.permissions(args.name), args)
+    except ServiceAnswer as err:
+        raise CliError(str(err), 2 if err.status == 400 else 1) from None
+
+
+def _refuse(given: object, flag: str, why: str) -> None:
+    if given:
+        raise CliError(f"{flag}: not with the team's job service (AIR_JOBS_URL): {why}", 2)
+
+
+def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
+    _refuse(args.dry_run, "--dry-run", "the service validates when you submit")
+    _refuse(args.ray_address, "--ray-address", "the service chooses where its jobs run")
+    path = Path(args.file).resolve()
+    if not path.is_file():
+        raise CliError(f"{args.file}: no such file", 2)
+    job = job_from_json(service.send(path, args.file, args.override))
+    commands.announce(job, args)
+    if not args.watch:
+        return 0
+    _follow(service, job.job_run_id, -1, 0, None, args.output == "json")
+    job = TeamJobs(service).get(job.job_run_id)
+    print(f"{job.job_run_id} {job.status}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
+    return 0 if job.status == "SUCCEEDED" else 1
+
+
+def _logs(service: ServiceJobs, args: argparse.Namespace) -> int:
+    _refuse(args.download_to, "--download-to", "download the log from the Logs view, or print it here")
+    attempt = -1 if args.retry is None else args.retry
+    return _follow(service, args.job_run_id, attempt, args.node or 0, args.tail, args.output == "json", args.follow)
+
+
+def _follow(service, job_run_id, attempt, node, tail, json_lines, follow: bool = True) -> int:
+    """Print the log of ``node`` of ``attempt`` (-1: the latest) as it is now; with ``follow``, wait for the attempt
+    to start and print what it writes until it has ended."""
+    while follow and not (job := TeamJobs(service).get(job_run_id)).attempts:
+        if not job.active:
+            print(f"{job_run_id} ended ({job.status}) before any attempt started: {job.error}", file=sys.stderr)
+            return 1
+        time.sleep(_FOLLOW_SECONDS)
+    page = service.logs(job_run_id, attempt, node, 0)
+    text = page["text"]
+    while page["text"] and page["next_offset"] < page["size_bytes"]:  # the whole log as it is now
+        page = service.logs(job_run_id, page["attempt"], node, page["next_offset"])
+        text += page["text"]
+    lines = text.splitlines()
+    emit(_lines(lines[-tail:] if tail else [] if tail == 0 else lines), node, page["attempt"], json_lines)
+    while follow and not page["complete"]:
+        time.sleep(_FOLLOW_SECONDS)
+        page = service.logs(job_run_id, page["attempt"], node, page["next_offset"])
+        emit(_lines(page["text"].splitlines()), node, page["attempt"], json_lines)
+    return 0
+
+
+def _lines(lines: list[str]) -> list[LogLine]:
+    return [LogLine(None, line) for line in lines]

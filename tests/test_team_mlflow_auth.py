@@ -52,6 +52,18 @@ def rest(uri: str, auth: str, method: str, path: str, body: dict | None = None) 
         return err.code
 
 
+def names(uri: str, auth: str) -> set[str]:
+    """The experiments a search as ``auth`` finds (MLflow's authentication app filters them by permission)."""
+    request = urllib.request.Request(
+        uri + "/api/2.0/mlflow/experiments/search",
+        data=json.dumps({"max_results": 1000}).encode(),
+        method="POST",
+        headers={"Authorization": auth, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return {e["name"] for e in json.load(answer).get("experiments", [])}
+
+
 def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
     uri, tokens = stack
     bearer = {user: f"Bearer {token}" for user, token in tokens.items()}
@@ -60,8 +72,12 @@ def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
     # When alice makes an experiment with her hub token (no MLflow password anywhere), Then she can, and reads it
     assert rest(uri, bearer["alice"], "POST", "/api/2.0/mlflow/experiments/create", {"name": EXPERIMENT}) == 200
     assert rest(uri, bearer["alice"], "GET", read) == 200
+    private = {"name": "/Users/alice/private"}
+    assert rest(uri, bearer["alice"], "POST", "/api/2.0/mlflow/experiments/create", private) == 200
+    assert {EXPERIMENT, private["name"]} <= names(uri, bearer["alice"])
     # And bob, a hub user too, cannot read it; a token the hub does not know is refused as unauthenticated
     assert rest(uri, bearer["bob"], "GET", read) == 403
+    assert not {EXPERIMENT, private["name"]} & names(uri, bearer["bob"])
     assert rest(uri, "Bearer not-a-hub-token", "GET", read) == 401
 
     # When alice shares it with bob through `air share`, with her hub token as MLFLOW_TRACKING_TOKEN
@@ -74,6 +90,9 @@ def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
     assert shared.returncode == 0, shared.stderr
     assert rest(uri, bearer["bob"], "GET", read) == 200
     assert rest(uri, bearer["carol"], "GET", read) == 403
+    # And bob's search finds the shared experiment, never alice's unshared one
+    found = names(uri, bearer["bob"])
+    assert EXPERIMENT in found and private["name"] not in found
     # And MLflow's own admin still signs in with its password
     admin = "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
     assert rest(uri, admin, "GET", read) == 200

@@ -57,6 +57,7 @@ c.JupyterHub.load_roles = [
 ]
 c.JupyterHub.spawner_class = "simple"  # NOT FOR PRODUCTION: every user's server runs as this machine's user
 c.Spawner.notebook_dir = "{folder}/users/{{username}}"
+c.SimpleLocalProcessSpawner.home_dir_template = "{folder}/users/{{username}}"  # HOME: settings stay in the folder
 c.Spawner.default_url = "/lab"
 c.Spawner.cmd = [{python!r}, "-m", "jupyterhub.singleuser"]
 c.Spawner.args = {spawner_args!r}

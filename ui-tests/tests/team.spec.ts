@@ -11,7 +11,6 @@ import { TEAM_DIR } from '../playwright.config';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
 const LEFT_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]';
-const DOCS = path.resolve(__dirname, '..', '..', 'docs');
 
 const WORKLOAD = `experiment_name: team-ui
 command: echo epoch 1 loss 0.42
@@ -118,7 +117,7 @@ test("bob is refused the log of alice's job in his JupyterLab, then reads it onc
   // Then the hub spawns his JupyterLab and takes him there
   await page.waitForURL(/\/user\/bob\/lab/, { timeout: 180_000 });
   await expect(page.locator('#jp-main-dock-panel')).toBeVisible({ timeout: 120_000 });
-  // (reloaded with an empty workspace: the hub's simple spawner keeps his settings in /tmp/bob between runs)
+  // (reloaded with an empty workspace, and with the app reachable from the test)
   await exposeApp(page, '/user/bob/lab');
   await page.goto(`${team.url}/user/bob/lab?reset`);
   await page.waitForFunction(() => (window as any).jupyterapp?.started, undefined, {
@@ -152,9 +151,7 @@ test("bob is refused the log of alice's job in his JupyterLab, then reads it onc
     { timeout: 30_000 }
   );
   await expect(view.locator('.jp-Air-log-text')).toHaveText('');
-  const denied = testInfo.outputPath('team-logs-denied.png');
-  await page.screenshot({ path: denied });
-  fs.copyFileSync(denied, path.join(DOCS, 'team-logs-denied.png'));
+  await page.screenshot({ path: testInfo.outputPath('team-logs-denied.png') });
 
   // When alice grants him Can View on the job
   const granted = await airJobs(team, alice, `jobs/${job}/permissions`, {
@@ -171,7 +168,5 @@ test("bob is refused the log of alice's job in his JupyterLab, then reads it onc
   // And his Experiment panel now lists her job
   await expect(row).toBeVisible({ timeout: 60_000 });
   await expect(row).toHaveAttribute('data-status', 'SUCCEEDED');
-  const shown = testInfo.outputPath('team-logs-granted.png');
-  await page.screenshot({ path: shown });
-  fs.copyFileSync(shown, path.join(DOCS, 'team-logs-granted.png'));
+  await page.screenshot({ path: testInfo.outputPath('team-logs-granted.png') });
 });

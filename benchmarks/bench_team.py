@@ -1,11 +1,13 @@
 """Job permissions on a team: the cost of answering the Experiment panel's job poll as bob, who has CAN_VIEW on half
 of alice's 50 jobs, against the same poll in single-user mode (goal: at most 1.5x). Measured twice: the model alone
 (``JobsView.list`` with and without a caller) and over HTTP (the air-jobs service behind a real JupyterHub and its
-proxy, as bob, against the Jupyter server's own route, as its owner)."""
+proxy, as bob, and bob's own Jupyter server answering the panel's route from it, against the single-user Jupyter
+server's own route, as its owner)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -92,19 +94,33 @@ def main() -> None:
         fill(home)
         owner_model, bob_model = model_ms(home)
         proc, base = start_server(home, root, NO_UI)
-        hub = Hub(folder, {"AIR_HOME": str(home)})
+        hub, bobs = Hub(folder, {"AIR_HOME": str(home)}), None
         try:
             tokens = hub.ready().tokens()
+            service = f"{hub.url}/services/air-jobs/"  # through the hub's proxy
+            os.environ["JUPYTERHUB_API_TOKEN"] = tokens["bob"]  # bob's server's token, as the hub's spawner sets it
+            try:
+                bobs, bobs_base = start_server(
+                    folder / "bob", root, (*NO_UI, f"--JupyterAir.jobs_service_url={service}")
+                )
+            finally:
+                del os.environ["JUPYTERHUB_API_TOKEN"]
             single = http_ms(base + "jobs", TOKEN, JOBS)
-            team = http_ms(f"{hub.url}/services/air-jobs/jobs", tokens["bob"], GRANTED)
+            team = http_ms(service + "jobs", tokens["bob"], GRANTED)
+            forwarded = http_ms(bobs_base + "jobs", TOKEN, GRANTED)
         finally:
             hub.stop()
-            proc.terminate()
-            proc.wait(30)
+            for server in filter(None, (proc, bobs)):
+                server.terminate()
+                server.wait(30)
     print(f"{JOBS} jobs, bob granted CAN_VIEW on {GRANTED}; medians of {ROUNDS} polls")
     ratio = bob_model / owner_model
     print(f"model  JobsView.list(): owner {owner_model:.2f} ms, bob {bob_model:.2f} ms ({ratio:.2f}x)")
     print(
         f"HTTP   GET jobs: single-user Jupyter server {single:.2f} ms, air-jobs as bob through the hub's proxy "
         f"{team:.2f} ms ({team / single:.2f}x; goal <= 1.5x)"
+    )
+    print(
+        f"HTTP   GET jupyter-air/jobs on bob's Jupyter server, answered by air-jobs: {forwarded:.2f} ms "
+        f"({forwarded / single:.2f}x the single-user route)"
     )

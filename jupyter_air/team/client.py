@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -34,7 +32,11 @@ class ServiceJobs:
     holder of the hub ``token`` may see."""
 
     def __init__(self, url: str, token: str):
+        import urllib3
+
         self.url, self.token = url.rstrip("/") + "/", token
+        # Kept-alive connections, shared by the threads that call (the server's executor).
+        self._pool = urllib3.PoolManager(maxsize=8, timeout=TIMEOUT_SECONDS, retries=False)
 
     @classmethod
     def from_environment(cls) -> ServiceJobs | None:
@@ -91,39 +93,39 @@ class ServiceJobs:
         return first["attempt"], pages()
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(
-            self.url + path,
-            data=None if body is None else json.dumps(body).encode(),
-            method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
+        import urllib3
+
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as answer:
-                return json.load(answer)
-        except urllib.error.HTTPError as err:
-            raise _refusal(err) from None
-        except OSError as err:
+            answer = self._pool.request(
+                method,
+                self.url + path,
+                body=None if body is None else json.dumps(body).encode(),
+                headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            )
+        except urllib3.exceptions.HTTPError as err:
             raise ServiceAnswer(
                 502,
                 f"The team's job service at {self.url} does not answer ({err}). Ask the hub's admins whether the "
                 "air-jobs service runs (the hub's log says why it stopped).",
             ) from None
+        if answer.status >= 400:
+            raise _refusal(answer.status, answer.reason, answer.data.decode("utf-8", "replace"))
+        return json.loads(answer.data)
 
 
-def _refusal(err: urllib.error.HTTPError) -> ServiceAnswer:
+def _refusal(status: int, reason: str, text: str) -> ServiceAnswer:
     """The service's answer in its own words (JSON ``message``); the hub's own refusals (a token without access to
     the service) say how to get access."""
-    text = err.read().decode("utf-8", "replace")
     try:
         body = json.loads(text)
     except ValueError:
         body = None
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return ServiceAnswer(err.code, body["message"], body.get("errors"))
-    if err.code in (401, 403):
+        return ServiceAnswer(status, body["message"], body.get("errors"))
+    if status in (401, 403):
         return ServiceAnswer(
             403,
             "The team's job service refused this server's hub token: its role needs the scope "
             "access:services!service=air-jobs (c.JupyterHub.load_roles, role 'server').",
         )
-    return ServiceAnswer(502, f"The team's job service answered {err.code} {err.reason}: {text[:300]}")
+    return ServiceAnswer(502, f"The team's job service answered {status} {reason}: {text[:300]}")

@@ -111,6 +111,15 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_
         grant = {"user": "bob", "level": "CAN_VIEW"}
         assert call(f"{lab}/{job['job_run_id']}/permissions", alice, "PUT", grant)[0] == 200
         assert call(f"{info['jobs_service_url']}jobs/{job['job_run_id']}", bob)[0] == 200
+        # And its run is on the team's MLflow server, in her experiment (made as hers): she reads it, and so does bob
+        # (his CAN_VIEW on the job came with READ on it, granted as her), carol does not
+        while (ran := call(f"{lab}/{job['job_run_id']}", alice)[1])["status"] in ("PENDING", "RUNNING"):
+            assert time.monotonic() < deadline + 240, ran
+            time.sleep(0.5)
+        assert ran["status"] == "SUCCEEDED", ran
+        run = f"{info['mlflow_url']}/api/2.0/mlflow/runs/get?run_id={ran['attempts'][0]['mlflow_run_id']}"
+        carol = info["tokens"]["carol"]
+        assert (call(run, alice)[0], call(run, bob)[0], call(run, carol)[0]) == (200, 200, 403)
     finally:
         # When it is stopped with Ctrl-C
         os.killpg(demo.pid, signal.SIGINT)

@@ -1,6 +1,7 @@
 """Hub users are MLflow users without a second password: a real `mlflow server --app-name basic-auth` whose
 authorization function takes JupyterHub tokens (`jupyter_air.team.mlflow_auth`), against a real hub on 127.0.0.1.
-alice makes an experiment with her hub token, bob cannot read it until alice shares it with `air share`."""
+alice makes an experiment with her hub token, bob cannot read it until alice shares it with `air share`. The hub's
+air-jobs service, tracking there as its admin, logs a user's job only to an experiment they may log to."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 from tracking_servers import auth_tracking_server
 
-from jupyter_air.team.stack import Hub
+from jupyter_air.team.client import ServiceAnswer, ServiceJobs
+from jupyter_air.team.stack import Hub, free_port
+from jupyter_air.tracking.sharing import HUB_TOKENS
 
 ADMIN_PASSWORD = "admin-password-7d1"
 EXPERIMENT = "/Shared/team/resnet"
@@ -27,13 +31,16 @@ def stack(tmp_path_factory):
     folder = tmp_path_factory.mktemp("team-mlflow")
     (folder / "hub").mkdir()
     (folder / "mlflow").mkdir()
-    hub = Hub(folder / "hub", {"AIR_HOME": str(folder / "air")})
+    port = free_port()
+    # air-jobs tracks into the team's server as its admin
+    service = {"AIR_HOME": str(folder / "air"), "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"}
+    service.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
+    hub = Hub(folder / "hub", service)
     try:
         hub.ready()
         environment = {"JUPYTERHUB_API_URL": f"{hub.url}/hub/api", "JUPYTERHUB_API_TOKEN": hub.mlflow_token}
-        function = "jupyter_air.team.mlflow_auth:authenticate_request_hub_token"
-        with auth_tracking_server(folder / "mlflow", ADMIN_PASSWORD, function, environment) as server:
-            yield server.ready(), hub.tokens()
+        with auth_tracking_server(folder / "mlflow", ADMIN_PASSWORD, HUB_TOKENS, environment, port) as server:
+            yield server.ready(), hub.tokens(), hub
     finally:
         hub.stop()
 
@@ -65,7 +72,7 @@ def names(uri: str, auth: str) -> set[str]:
 
 
 def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
-    uri, tokens = stack
+    uri, tokens, _ = stack
     bearer = {user: f"Bearer {token}" for user, token in tokens.items()}
     read = f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={EXPERIMENT}"
 
@@ -96,3 +103,60 @@ def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
     # And MLflow's own admin still signs in with its password
     admin = "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
     assert rest(uri, admin, "GET", read) == 200
+
+
+def share_as(uri: str, token: str, experiment: str, user: str, level: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_TRACKING_URI=uri, MLFLOW_TRACKING_TOKEN=token)
+    command = [sys.executable, "-m", "jupyter_air.cli", "share", experiment, "--user", user, "--level", level]
+    shared = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert shared.returncode == 0, shared.stderr
+
+
+def ended(service: ServiceJobs, job: dict, timeout: float = 180) -> dict:
+    """The job once it has ended (a bounded wait, not a speed assertion)."""
+    deadline = time.monotonic() + timeout
+    while (found := service.get(job["job_run_id"]))["status"] in ("PENDING", "RUNNING"):
+        assert time.monotonic() < deadline, found
+        time.sleep(0.3)
+    return found
+
+
+def test_the_job_service_logs_a_users_job_only_to_an_experiment_they_may_log_to(stack, tmp_path):
+    uri, tokens, hub = stack
+    alice, bob = (ServiceJobs(f"{hub.url}/services/air-jobs/", tokens[user]) for user in ("alice", "bob"))
+    (tmp_path / "train.yaml").write_text(
+        "experiment_name: /Users/alice/jobs\ncommand: echo trained\ncompute:\n  num_accelerators: 0\n"
+    )
+    # When alice sends a job to a new experiment, Then it is made as hers and the run (made by the service) is
+    # in it: she reads it, bob does not
+    job = ended(alice, alice.submit(tmp_path, "train.yaml"))
+    assert job["status"] == "SUCCEEDED", job
+    run = f"/api/2.0/mlflow/runs/get?run_id={job['attempts'][0]['mlflow_run_id']}"
+    assert rest(uri, f"Bearer {tokens['alice']}", "GET", run) == 200
+    assert rest(uri, f"Bearer {tokens['bob']}", "GET", run) == 403
+
+    # When bob sends the same workload, logging to alice's experiment: refused with what to ask, nothing created
+    before = len(bob.list(1000)["jobs"])
+    with pytest.raises(ServiceAnswer) as refused:
+        bob.submit(tmp_path, "train.yaml")
+    assert refused.value.status == 400
+    assert "bob may not log runs to experiment '/Users/alice/jobs'" in refused.value.errors[0]
+    assert "air share /Users/alice/jobs --user bob --level EDIT" in refused.value.errors[0]
+    assert len(bob.list(1000)["jobs"]) == before
+    # And READ is not enough
+    share_as(uri, tokens["alice"], "/Users/alice/jobs", "bob", "READ")
+    with pytest.raises(ServiceAnswer, match=r"\(READ\)"):
+        bob.submit(tmp_path, "train.yaml")
+
+    # When alice gives him EDIT, Then his job runs and logs there
+    share_as(uri, tokens["alice"], "/Users/alice/jobs", "bob", "EDIT")
+    bobs = ended(bob, bob.submit(tmp_path, "train.yaml"))
+    assert bobs["status"] == "SUCCEEDED", bobs
+
+    # When bob, who may not share alice's experiment, gives carol CAN_VIEW on his job: the service asks the tracking
+    # server as bob, which refuses, so neither grant is made
+    with pytest.raises(ServiceAnswer, match="only the experiment's managers"):
+        bob.grant(bobs["job_run_id"], "carol", None, "CAN_VIEW")
+    assert bob.permissions(bobs["job_run_id"])["grants"] == []
+    assert rest(uri, f"Bearer {tokens['carol']}", "GET", run) == 403

@@ -28,9 +28,9 @@ def _free_port() -> int:
 class TrackingServer:
     """Started at once (its start overlaps the caller's own set-up); :meth:`ready` waits until it answers."""
 
-    def __init__(self, folder: pathlib.Path, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, folder: pathlib.Path, *args: str, env: dict[str, str] | None = None, port: int | None = None):
         self.folder = folder
-        self.uri = f"http://127.0.0.1:{_free_port()}"
+        self.uri = f"http://127.0.0.1:{port or _free_port()}"
         command = [sys.executable, "-m", "mlflow", "server", "--workers", "1", *args]
         command += ["--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}", "--serve-artifacts"]
         command += ["--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1"]
@@ -64,9 +64,9 @@ class TrackingServer:
 
 
 @contextlib.contextmanager
-def tracking_server(folder: pathlib.Path, *args: str, env: dict[str, str] | None = None):
-    """A :class:`TrackingServer` in ``folder``, stopped at the end."""
-    server = TrackingServer(folder, *args, env=env)
+def tracking_server(folder: pathlib.Path, *args: str, env: dict[str, str] | None = None, port: int | None = None):
+    """A :class:`TrackingServer` in ``folder`` (on ``port``, default a free one), stopped at the end."""
+    server = TrackingServer(folder, *args, env=env, port=port)
     try:
         yield server
     finally:
@@ -79,10 +79,11 @@ def auth_tracking_server(
     admin_password: str,
     function: str = "mlflow.server.auth:authenticate_request_basic_auth",
     environment: dict[str, str] | None = None,
+    port: int | None = None,
 ):
     """A :class:`TrackingServer` running MLflow's authentication app, granting nothing by default
     (``default_permission = NO_PERMISSIONS``) as a team's server does; its admin is ``admin``. ``function``: its
-    ``authorization_function``; ``environment``: more variables for the server."""
+    ``authorization_function``; ``environment``: more variables for the server; ``port``: where it listens."""
     (folder / "auth.ini").write_text(
         f"[mlflow]\ndefault_permission = NO_PERMISSIONS\ndatabase_uri = sqlite:///{folder / 'auth.db'}\n"
         f"admin_username = admin\nadmin_password = {admin_password}\nauthorization_function = {function}\n"
@@ -90,7 +91,7 @@ def auth_tracking_server(
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(MLFLOW_AUTH_CONFIG_PATH=str(folder / "auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="test-secret-key")
     env.update(environment or {})
-    with tracking_server(folder, "--app-name", "basic-auth", env=env) as server:
+    with tracking_server(folder, "--app-name", "basic-auth", env=env, port=port) as server:
         yield server
 
 

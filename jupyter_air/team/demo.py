@@ -23,12 +23,12 @@ import urllib.request
 from pathlib import Path
 
 from jupyter_air.home import open_private, private_dir
+from jupyter_air.tracking.sharing import HUB_TOKENS
 
 from .stack import Hub, free_port
 
 #: Seconds the MLflow server may take to answer /health (about 20 s on a quiet machine).
 MLFLOW_START_SECONDS = 300
-AUTH_FUNCTION = "jupyter_air.team.mlflow_auth:authenticate_request_hub_token"
 
 
 def start_mlflow(folder: Path, port: int, hub: Hub, admin_password: str) -> subprocess.Popen:
@@ -36,7 +36,7 @@ def start_mlflow(folder: Path, port: int, hub: Hub, admin_password: str) -> subp
     private_dir(folder)
     (folder / "auth.ini").write_text(
         f"[mlflow]\ndefault_permission = NO_PERMISSIONS\ndatabase_uri = sqlite:///{folder / 'auth.db'}\n"
-        f"admin_username = admin\nauthorization_function = {AUTH_FUNCTION}\n"
+        f"admin_username = admin\nauthorization_function = {HUB_TOKENS}\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(
@@ -76,8 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
     mlflow_url = f"http://127.0.0.1:{free_port()}"
-    hub = Hub(private_dir(folder / "hub"), {"AIR_HOME": str(folder / "air-jobs")}, mlflow_url)
     admin_password = secrets.token_urlsafe(16)
+    # air-jobs keeps the team's jobs and logs their runs to the team's MLflow server as its admin (each job's
+    # experiment checked as the job's owner first)
+    service = {"AIR_HOME": str(folder / "air-jobs"), "MLFLOW_TRACKING_URI": mlflow_url}
+    service.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=admin_password)
+    hub = Hub(private_dir(folder / "hub"), service, mlflow_url)
     mlflow = start_mlflow(folder / "mlflow", int(mlflow_url.rsplit(":", 1)[1]), hub, admin_password)
     try:
         hub.ready()

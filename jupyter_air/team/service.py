@@ -37,7 +37,7 @@ class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandle
 
     @property
     def view(self) -> JobsView:
-        return self.jobs.as_caller(caller_of(self.current_user))
+        return self.jobs.as_caller(caller_of(self.current_user), self.hub_auth.get_token(self))
 
     async def answer(self, function, *args) -> None:
         self.set_header("Content-Type", "application/json")
@@ -57,10 +57,10 @@ class JobsHandler(ServiceHandler):
 
     @tornado.web.authenticated
     async def post(self) -> None:
-        body = self.json_object()
+        from .submissions import submit_sent
+
         self.set_status(201)
-        sent = (body.get("workload"), body.get("path"), body.get("label"), body.get("overrides") or [])
-        await self.answer(self.view.submit_text, *sent)
+        await self.answer(submit_sent, self.view, self.json_object())
 
 
 class JobHandler(ServiceHandler):

@@ -76,15 +76,18 @@ class RestTracking:
         return cls(f"unix:{socket_path}", lambda: _UnixConnection(str(socket_path), timeout), {})
 
     @classmethod
-    def http(cls, uri: str) -> RestTracking:
+    def http(cls, uri: str, token: str | None = None) -> RestTracking:
         """A tracking server at ``uri`` (``http(s)://host[:port][/prefix]``), with MLflow's auth variables:
         ``MLFLOW_TRACKING_TOKEN`` (bearer), ``MLFLOW_TRACKING_USERNAME``/``PASSWORD`` (basic),
-        ``MLFLOW_TRACKING_INSECURE_TLS``, ``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``."""
+        ``MLFLOW_TRACKING_INSECURE_TLS``, ``MLFLOW_TRACKING_SERVER_CERT_PATH``, ``MLFLOW_TRACKING_CLIENT_CERT_PATH``;
+        ``token``: this bearer token instead of the variables' credentials."""
         parts = urlsplit(uri)
         timeout = _env_number("MLFLOW_HTTP_REQUEST_TIMEOUT", 120)
         headers = {}
         user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
-        if user and password:
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        elif user and password:
             headers["Authorization"] = "Basic " + base64.standard_b64encode(f"{user}:{password}".encode()).decode()
         elif os.environ.get("MLFLOW_TRACKING_TOKEN"):
             headers["Authorization"] = f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}"

@@ -20,6 +20,8 @@ LEVELS = ("READ", "EDIT", "MANAGE")
 #: MLflow 3's per-user grant API of the authentication app.
 GRANTS_API = "/api/3.0/mlflow/users/permissions/"
 _WORDS = {"READ": "can now read", "EDIT": "can now read and log to", "MANAGE": "can now manage", None: "lost"}
+#: The authorization function of a tracking server that takes JupyterHub tokens.
+HUB_TOKENS = "jupyter_air.team.mlflow_auth:authenticate_request_hub_token"
 HOW_TO_SERVE = (
     "Sharing needs a tracking server that runs MLflow's authentication app (`mlflow server --app-name "
     "basic-auth`, MLflow 3.17 or later, from `pip install 'mlflow[auth]'`): set MLFLOW_TRACKING_URI to its "
@@ -58,10 +60,10 @@ def availability() -> dict:
     return {"available": False, "server": None, "reason": _no_server(uri)}
 
 
-def share(experiment_name: str, user: str, level: str | None) -> Grant:
+def share(experiment_name: str, user: str, level: str | None, token: str | None = None) -> Grant:
     """Give ``user`` ``level`` on the experiment named ``experiment_name`` of ``$MLFLOW_TRACKING_URI`` (a grant
-    they had is replaced), or take their grant back (``level`` None). Raises ShareError, with the server's own
-    words where it refused."""
+    they had is replaced), or take their grant back (``level`` None), with this process's MLflow credentials or as
+    the holder of the bearer ``token``. Raises ShareError, with the server's own words where it refused."""
     if level is not None and level not in LEVELS:
         raise ShareError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}", bad_input=True)
     if not isinstance(experiment_name, str) or not experiment_name or not isinstance(user, str) or not user:
@@ -71,7 +73,7 @@ def share(experiment_name: str, user: str, level: str | None) -> Grant:
         raise ShareError(_no_server(uri), bad_input=True)
     from .rest import RestTracking
 
-    server = RestTracking.http(uri)
+    server = RestTracking.http(uri, token=token)
     try:
         experiment = server.get_experiment_by_name(experiment_name)
         if experiment is None:
@@ -96,6 +98,46 @@ def share(experiment_name: str, user: str, level: str | None) -> Grant:
     finally:
         server.close()
     return Grant(experiment.name, experiment.experiment_id, user, level, _shown(uri))
+
+
+def claim(experiment_name: str, user: str, token: str, artifact_location: str | None = None) -> None:
+    """Before a team's job service logs ``user``'s job to ``experiment_name`` on ``$MLFLOW_TRACKING_URI`` with its own
+    credentials: as ``user`` (their hub ``token``, which a tracking server taking hub tokens accepts) the experiment is
+    created when missing, so that they manage it, and on one that exists they must hold EDIT or MANAGE. ShareError
+    says what to ask for. Nothing to check in a local store; a server without the authentication app grants all."""
+    from .rest import RestTracking
+    from .store import ensure_experiment
+
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri.startswith(("http://", "https://")):
+        return
+    server, ask = RestTracking.http(uri, token=token), f"air share {experiment_name} --user {user} --level EDIT"
+    try:
+        target = {
+            "resource_type": "experiment",
+            "resource_id": ensure_experiment(experiment_name, artifact_location, server),
+        }
+        level = server.call("GET", "get", api=GRANTS_API, username=user, **target).get("permission")
+    except TrackingError as err:
+        if "ENDPOINT_NOT_FOUND" in str(err) or " 404 " in str(err):
+            return  # no authentication app: everyone may log everywhere
+        if " 401 " in str(err):
+            raise ShareError(
+                f"{_shown(uri)} does not take hub tokens, so the job service cannot check that {user} may log to "
+                f"{experiment_name!r}: run it with authorization_function = {HUB_TOKENS}"
+            ) from None
+        if " 403 " in str(err):
+            level = "NO_PERMISSIONS"
+        else:
+            raise ShareError(_explained(err, _shown(uri))) from None
+    finally:
+        server.close()
+    if level not in ("EDIT", "MANAGE"):
+        raise ShareError(
+            f"{user} may not log runs to experiment {experiment_name!r} on {_shown(uri)} ({level}); ask one of its "
+            f"managers to run `{ask}`, or choose an experiment of your own",
+            bad_input=True,
+        )
 
 
 def _no_server(uri: str) -> str:

@@ -13,10 +13,12 @@ from .permissions import EXPERIMENT_LEVELS, Target, job_target, schedule_target
 
 
 class Access:
-    """The permissions of the jobs and schedules in ``jobs``' store, as its caller sees them."""
+    """The permissions of the jobs and schedules in ``jobs``' store, as its caller sees them; experiment grants are
+    made with this process's MLflow credentials, or as the caller with their bearer ``token`` (a team's job service
+    acting for a hub user, whose own right to share the experiment the tracking server checks)."""
 
-    def __init__(self, jobs: Jobs):
-        self.jobs = jobs
+    def __init__(self, jobs: Jobs, token: str | None = None):
+        self.jobs, self.token = jobs, token
 
     def target(self, name: str, action: str = "view") -> tuple[Target, str, str | None]:
         """The job (an id ``job-...``) or schedule ``name`` means, its experiment and the tracking URI its runs
@@ -40,11 +42,11 @@ class Access:
         self.jobs.permissions.check_grant(user, group, level)
         target, experiment, uri = self.target(name, "permissions")
         permissions = self.jobs.permissions
-        shared = _experiment_grant(experiment, uri, user, level)
+        shared = _experiment_grant(experiment, uri, user, level, self.token)
         return {**permissions.grant(target, user, group, level), "experiment_grant": shared}
 
 
-def _experiment_grant(experiment: str, uri: str | None, user: str | None, level: str | None) -> str:
+def _experiment_grant(experiment: str, uri: str | None, user: str | None, level: str | None, token=None) -> str:
     """Give ``user`` the experiment permission that goes with ``level`` when the experiment is on the shared
     tracking server of this process; what was done, in words."""
     if level is None:
@@ -56,4 +58,4 @@ def _experiment_grant(experiment: str, uri: str | None, user: str | None, level:
         return f"none: experiment {experiment!r} is not on this session's shared tracking server"
     from jupyter_air.tracking.sharing import share
 
-    return share(experiment, user, EXPERIMENT_LEVELS[level]).describe()
+    return share(experiment, user, EXPERIMENT_LEVELS[level], token).describe()

@@ -36,11 +36,13 @@ class JobsView:
     def __init__(self, home: Path, base_url: str | None = "/", caller: Caller | None = None, directory=None):
         self.jobs = Jobs(home, caller, directory)
         self.base_url = base_url
+        self.token: str | None = None  # the caller's bearer token for the tracking server (see ``as_caller``)
 
-    def as_caller(self, caller: Caller) -> JobsView:
-        """This view as ``caller`` sees it, on the same job store (opened once, not per request)."""
+    def as_caller(self, caller: Caller, token: str | None = None) -> JobsView:
+        """This view as ``caller`` sees it, on the same job store (opened once, not per request); ``token``: theirs,
+        with which experiment grants are made as them."""
         view, view.jobs = copy.copy(self), copy.copy(self.jobs)
-        view.jobs.caller = caller
+        view.jobs.caller, view.token = caller, token
         return view
 
     def list(self, limit: int = DEFAULT_LIMIT) -> dict:
@@ -49,36 +51,12 @@ class JobsView:
 
     def get(self, job_run_id: str) -> dict:
         """One job run like ``air get -o json``, each attempt with its link."""
-        job = self.jobs.get(job_run_id)
-        return {**job_detail(job), **self._extras(job)}
+        return self.detail(self.jobs.get(job_run_id))
 
     def submit(self, root: Path, path: str) -> dict:
         """Submit the workload file at ``path`` (relative to the server's ``root``) as ``air run -f`` does; what
         ``get`` answers for the new job. SubmitError (every problem, named by ``path``) for a bad file or path."""
-        job = self.jobs.submit_file(workload_file(root, path), label=path)
-        return {**job_detail(job), **self._extras(job)}
-
-    def submit_text(self, text: object, path: object, label: object, overrides: object = None) -> dict:
-        """Submit a workload sent to the team's job service: its ``text``, the absolute ``path`` it was read from on
-        the shared file system (its folder is where relative paths point), ``label`` naming it in problems. A local
-        ``mlflow_artifact_location`` is refused: the service would write there for the caller."""
-        if (
-            not all(isinstance(v, str) and v and "\0" not in v for v in (text, path, label))
-            or not Path(path).is_absolute()
-        ):
-            why = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
-            raise SubmitError(f"cannot run the workload: {why}", [why])
-        resolved = self.jobs.resolve_file(path, tuple(overrides), label=label, text=text)
-        location = resolved.workload.get("mlflow_artifact_location")
-        why = None
-        if location and "://" not in location:
-            why = "mlflow_artifact_location: the team's job service takes a URI (s3://..., mlflow-artifacts:/...)"
-        elif "schedule" in resolved.workload:
-            why = "schedule: the team's job service runs jobs now; schedule it in your own AIR_HOME (no AIR_JOBS_URL)"
-        if why:
-            raise SubmitError(f"invalid workload {label}:\n  {label}: {why}", [f"{label}: {why}"])
-        job = self.jobs.start(resolved)
-        return {**job_detail(job), **self._extras(job)}
+        return self.detail(self.jobs.submit_file(workload_file(root, path), label=path))
 
     def cancel(self, job_run_id: str) -> dict:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and answer its summary."""
@@ -86,11 +64,12 @@ class JobsView:
 
     def permissions(self, job_run_id: str) -> dict:
         """Who may use the job: its owner, the grants on it (and its schedule's), the caller's level."""
-        return Access(self.jobs).list(self.jobs.get(job_run_id).job_run_id)
+        return Access(self.jobs, self.token).list(self.jobs.get(job_run_id).job_run_id)
 
     def grant(self, job_run_id: str, user: str | None, group: str | None, level: str | None) -> dict:
         """Give ``user`` or ``group`` ``level`` on the job (None: take it back), as ``air permissions`` does."""
-        return Access(self.jobs).grant(self.jobs.get(job_run_id, "permissions").job_run_id, user, group, level)
+        job = self.jobs.get(job_run_id, "permissions")
+        return Access(self.jobs, self.token).grant(job.job_run_id, user, group, level)
 
     def logs(self, job_run_id: str, attempt: int, node: int, offset: int) -> dict:
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``, and the offset to ask next."""
@@ -110,6 +89,10 @@ class JobsView:
                     yield block
 
         return number, blocks()
+
+    def detail(self, job: Job) -> dict:
+        """A job as ``get`` answers it."""
+        return {**job_detail(job), **self._extras(job)}
 
     def _summary(self, job: Job) -> dict:
         return {**job_summary(job), **self._extras(job)}

@@ -1,0 +1,44 @@
+"""A workload a user sends to the team's job service (``POST jobs``): checked as ``air run`` checks a file, plus
+what the service must not do for the caller (write to a local folder they name, log to an experiment they may not
+log to), then run as the caller's job through the one job path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jupyter_air.workloads.jobs import SubmitError
+from jupyter_air.workloads.jobs_view import JobsView
+
+_SHAPE = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
+
+
+def submit_sent(view: JobsView, body: dict) -> dict:
+    """Run ``body``'s workload (``workload``: its YAML, ``path``: the absolute path it was read from on the shared file
+    system, where its relative paths point, ``label``: its name in problems, ``overrides``: `air run`'s) as the
+    caller's job; the caller's hub token (``view.token``) checks the experiment as them. What ``get`` answers for
+    the new job; SubmitError (every problem) and nothing created otherwise."""
+    text, path, label, overrides = (body.get(k) for k in ("workload", "path", "label", "overrides"))
+    overrides = [] if overrides is None else overrides
+    strings = [text, path, label, *(overrides if isinstance(overrides, list) else [None])]
+    if not all(isinstance(v, str) and v and "\0" not in v for v in strings) or not Path(path).is_absolute():
+        raise SubmitError(f"cannot run the workload: {_SHAPE}", [_SHAPE])
+    resolved = view.jobs.resolve_file(path, tuple(overrides), label=label, text=text)
+    workload = resolved.workload
+    location = workload.get("mlflow_artifact_location")
+    if location and "://" not in location:
+        _refuse(label, "mlflow_artifact_location: the team's job service takes a URI (s3://..., mlflow-artifacts:/...)")
+    if "schedule" in workload:
+        _refuse(
+            label, "schedule: the team's job service runs jobs now; schedule it in your own AIR_HOME (no AIR_JOBS_URL)"
+        )
+    from jupyter_air.tracking.sharing import ShareError, claim
+
+    try:
+        claim(workload["experiment_name"], view.jobs.owner, view.token or "", location)
+    except ShareError as err:
+        _refuse(label, f"experiment_name: {err}", 2 if err.bad_input else 1)
+    return view.detail(view.jobs.start(resolved))
+
+
+def _refuse(label: str, why: str, code: int = 2) -> None:
+    raise SubmitError(f"invalid workload {label}:\n  {label}: {why}", [f"{label}: {why}"], code)

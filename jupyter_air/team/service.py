@@ -1,7 +1,9 @@
 """``air-jobs``: the team's job service, started by JupyterHub (``c.JupyterHub.services``). It keeps the team's job
-store (its ``AIR_HOME``) and answers the jobs routes of the Experiment panel for whoever calls with a hub token, as
-that user: what they see, read and do is what their job permissions allow. A user without the level an action
-needs gets 403 with the message that names the job and whom to ask.
+store (its ``AIR_HOME``), runs the jobs users send it (each the sender's, checked as ``air run`` checks a file, its
+experiment checked as the sender: ``submissions``), fires the schedules in its store, keeps the jobs' logs, and
+answers the jobs routes of the Experiment panel for whoever calls with a hub token, as that user: what they see,
+read and do is what their job permissions allow. A user without the level an action needs gets 403 with the
+message that names the job and whom to ask.
 
     python -m jupyter_air.team.service     # as the hub runs it: JUPYTERHUB_* variables and AIR_HOME set
 

@@ -161,6 +161,9 @@ async def test_the_server_lists_an_idle_kernel_not_a_busy_one_and_leaves_samplin
     client = busy_kernel.client()
     client.start_channels()
     try:
+        heard = busy_kernel.last_activity
+        while busy_kernel.last_activity == heard:  # until the server hears the kernel: a message it sends before
+            await client.execute_interactive("pass", timeout=60)  # the server's subscription is up is lost (ZMQ)
         client.execute("import time; time.sleep(600)")
         while busy_kernel.execution_state != "busy":
             await asyncio.sleep(0.05)

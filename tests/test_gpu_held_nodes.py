@@ -40,6 +40,7 @@ async def test_a_kernel_keeping_nodes_is_listed_with_its_notebook_and_released_o
     client = kernel.client()
     client.start_channels()
     try:
+        await client.wait_for_ready(timeout=120)  # shell and IOPub connected: a reply sent before is lost
         code = f"from jupyter_air.cluster.held import Held; held = Held({NODES!r}, '1 CPU, 2 GPU', 'auto', 300)"
         reply = await client.execute_interactive(code, timeout=60)
         assert reply["content"]["status"] == "ok"

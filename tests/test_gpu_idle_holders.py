@@ -161,6 +161,7 @@ async def test_the_server_lists_an_idle_kernel_not_a_busy_one_and_leaves_samplin
     client = busy_kernel.client()
     client.start_channels()
     try:
+        await client.wait_for_ready(timeout=120)  # shell and IOPub connected: a reply sent before is lost
         heard = busy_kernel.last_activity
         while busy_kernel.last_activity == heard:  # until the server hears the kernel: a message it sends before
             await client.execute_interactive("pass", timeout=60)  # the server's subscription is up is lost (ZMQ)

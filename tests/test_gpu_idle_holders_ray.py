@@ -82,6 +82,7 @@ async def test_an_actor_idle_on_another_nodes_gpu_is_listed_with_its_notebook_an
     client = jp_serverapp.kernel_manager.get_kernel(kernel_id).client()
     client.start_channels()
     try:
+        await client.wait_for_ready(timeout=120)  # shell and IOPub connected: a reply sent before is lost
         code = HOLD.format(address=ray_cluster.address, node=gpu_node.node_id, file=str(nvml_processes), held=2 * GIB)
         reply = await client.execute_interactive(code, timeout=120)
         assert reply["content"]["status"] == "ok"

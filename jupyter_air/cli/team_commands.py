@@ -105,12 +105,8 @@ def _follow(service, job_run_id, attempt, node, tail, json_lines, follow: bool =
             print(f"{job_run_id} ended ({job.status}) before any attempt started: {job.error}", file=sys.stderr)
             return 1
         time.sleep(_FOLLOW_SECONDS)
-    page = service.logs(job_run_id, attempt, node, 0)
-    text = page["text"]
-    while page["text"] and page["next_offset"] < page["size_bytes"]:  # the whole log as it is now
-        page = service.logs(job_run_id, page["attempt"], node, page["next_offset"])
-        text += page["text"]
-    lines = text.splitlines()
+    pages = list(service.log_pages(job_run_id, attempt, node))
+    page, lines = pages[-1], "".join(p["text"] for p in pages).splitlines()
     emit(_lines(lines[-tail:] if tail else [] if tail == 0 else lines), node, page["attempt"], json_lines)
     while follow and not page["complete"]:
         time.sleep(_FOLLOW_SECONDS)

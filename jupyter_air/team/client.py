@@ -5,6 +5,7 @@ names the job and whom to ask)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -78,19 +79,21 @@ class ServiceJobs:
         query = urlencode({"attempt": attempt, "node": node, "offset": offset})
         return self._call("GET", f"jobs/{quote(job_run_id, safe='')}/logs?{query}")
 
+    def log_pages(self, job_run_id: str, attempt: int, node: int, offset: int = 0) -> Iterator[dict]:
+        """The pages of ``logs`` from ``offset`` until the log as it is now has been read (the last one says where
+        to go on from, and whether the attempt has ended)."""
+        page = self.logs(job_run_id, attempt, node, offset)
+        yield page
+        while page["text"] and page["next_offset"] < page["size_bytes"]:
+            page = self.logs(job_run_id, page["attempt"], node, page["next_offset"])
+            yield page
+
     def log_blocks(self, job_run_id: str, attempt: int, node: int) -> tuple[int, Iterator[bytes]]:
         """The attempt's number and the log as it is now, read page by page."""
-        first = self.logs(job_run_id, attempt, node, 0)
-
-        def pages() -> Iterator[bytes]:
-            page = first
-            while page["text"]:
-                yield page["text"].encode("utf-8")
-                if page["next_offset"] >= page["size_bytes"]:
-                    return
-                page = self.logs(job_run_id, first["attempt"], node, page["next_offset"])
-
-        return first["attempt"], pages()
+        pages = self.log_pages(job_run_id, attempt, node)
+        first = next(pages)
+        blocks = (page["text"].encode("utf-8") for page in itertools.chain([first], pages) if page["text"])
+        return first["attempt"], blocks
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         import urllib3

@@ -119,7 +119,8 @@ def claim(experiment_name: str, user: str, token: str, artifact_location: str | 
         }
         level = server.call("GET", "get", api=GRANTS_API, username=user, **target).get("permission")
     except TrackingError as err:
-        if "ENDPOINT_NOT_FOUND" in str(err) or " 404 " in str(err):
+        unknown_user = err.error_code == "RESOURCE_DOES_NOT_EXIST"  # a 404 too, but the check did run: refuse
+        if not unknown_user and ("ENDPOINT_NOT_FOUND" in str(err) or " 404 " in str(err)):
             return  # no authentication app: everyone may log everywhere
         if " 401 " in str(err):
             raise ShareError(

@@ -61,7 +61,8 @@ class LocalCluster:
         os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
         self.pids: dict[int, float] = {}
         self.client_port = client_port
-        self.environment = {**(environment or {}), CLUSTER_ENV: str(self.root)}
+        (self.root / "tmp").mkdir()  # the nodes' temporary files (actors' folders), removed with the cluster
+        self.environment = {**(environment or {}), CLUSTER_ENV: str(self.root), "TMPDIR": str(self.root / "tmp")}
         self.agent_port = free_port()
         web = {"dashboard_host": LOOPBACK, "dashboard_port": free_port()} if dashboard else {}
         with self._environment():

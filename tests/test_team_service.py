@@ -6,72 +6,22 @@ configured for it answers the Experiment panel's job routes from it, as its user
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
+from team_calls import air, call, ended_job, service, team_hub
 
-from jupyter_air.team.client import ServiceAnswer, ServiceJobs
-from jupyter_air.team.stack import Hub
-from jupyter_air.workloads.jobs import Jobs
-from jupyter_air.workloads.logs import OUTPUT, node_dir
-
-
-def ended_job(hub: Hub, owner: str, output: str) -> str:
-    """A job of ``owner`` in the service's job store, ended, whose log is ``output``."""
-    store = Jobs(hub.folder / "air").store
-    workload = {"experiment_name": "team-exp", "command": "true", "compute": {"num_accelerators": 0}}
-    job = store.create_job({**workload, "max_retries": 0}, "w.yaml", owner, "local", "").job_run_id
-    store.start_attempt(job, 0, "0123456789abcdef", None)
-    log = node_dir(store.job_dir(job), 0, 0)
-    log.mkdir(parents=True)
-    (log / OUTPUT).write_text(output)
-    store.update_attempt(job, 0, status="FINISHED", ended_ms=1)
-    store.finish(job, "SUCCEEDED")
-    return job
+from jupyter_air.team.client import ServiceAnswer
 
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):
     """The hub, its air-jobs service on a team job store and MLflow store, and alice's ended job with one line of
     output."""
-    folder = tmp_path_factory.mktemp("team")
-    hub = Hub(folder, {"AIR_HOME": str(folder / "air"), "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}"})
-    try:
+    with team_hub(tmp_path_factory.mktemp("team")) as hub:
         job = ended_job(hub, "alice", "epoch 1 loss 0.42\n")
         hub.ready()
         yield hub, job, hub.tokens()
-    finally:
-        hub.stop()
-
-
-def service(team, user: str) -> ServiceJobs:
-    """The service as ``user``'s Jupyter server calls it (the client its panel routes use)."""
-    hub, _, tokens = team
-    return ServiceJobs(f"{hub.url}/services/air-jobs/", tokens[user])
-
-
-def call(team, user: str | None, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-    hub, _, tokens = team
-    request = urllib.request.Request(
-        f"{hub.url}/services/air-jobs/{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"token {tokens[user]}"} if user else {},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status, json.load(answer)
-    except urllib.error.HTTPError as err:
-        text = err.read().decode()
-        try:
-            return err.code, json.loads(text)
-        except ValueError:
-            return err.code, {"text": text}
 
 
 def test_bob_reads_alices_job_logs_only_once_she_grants_him_can_view(team):
@@ -215,15 +165,6 @@ async def test_bobs_jupyter_server_answers_the_panels_job_routes_from_the_servic
     with pytest.raises(HTTPClientError) as refused:
         await jp_fetch("jupyter-air", "jobs", job, "cancel", method="POST", body=b"")
     assert refused.value.code == 403
-
-
-def air(team, user: str, *args: str, cwd=None) -> subprocess.CompletedProcess:
-    """`air` in ``user``'s terminal on the hub: AIR_JOBS_URL and their hub token, as their server's terminals have."""
-    hub, _, tokens = team
-    env = {**os.environ, "AIR_JOBS_URL": f"{hub.url}/services/air-jobs/", "JUPYTERHUB_API_TOKEN": tokens[user]}
-    env["AIR_HOME"] = str(hub.folder / f"{user}-own-air-home")  # never used for these commands
-    command = [sys.executable, "-m", "jupyter_air.cli", *args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=cwd)
 
 
 def test_air_in_a_users_terminal_runs_and_reads_the_teams_jobs_as_that_user(team, tmp_path):

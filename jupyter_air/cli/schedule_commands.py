@@ -46,6 +46,11 @@ def create(jobs: Jobs, resolved: Resolved, args: argparse.Namespace) -> int:
     if args.watch:
         raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", 2)
     schedule, created = Schedules(jobs).upsert(resolved, ray_address=args.ray_address)
+    return announce(schedule, created, args, "a Jupyter server with jupyter_air, or `air scheduler`")
+
+
+def announce(schedule: Schedule, created: bool, args: argparse.Namespace, driver: str) -> int:
+    """Print a created or updated schedule and its next fires; ``driver``: what fires it."""
     if args.output == "json":
         output.print_json({"created": created, "schedule": schedule_json(schedule)})
         return 0
@@ -57,7 +62,7 @@ def create(jobs: Jobs, resolved: Resolved, args: argparse.Namespace) -> int:
         print("next fires:")
     for at in upcoming(schedule):
         print(f"  {shown(at, schedule.timezone)}")
-    print("fires need a driver running: a Jupyter server with jupyter_air, or `air scheduler`", file=sys.stderr)
+    print(f"fires need a driver running: {driver}", file=sys.stderr)
     return 0
 
 
@@ -164,6 +169,11 @@ def run_now(schedules: Schedules, args: argparse.Namespace) -> int:
         fire = run_now(schedules.jobs, args.name)
     except Busy as err:
         raise CliError(str(err)) from None
+    return report_fire(fire, args)
+
+
+def report_fire(fire: Fire, args: argparse.Namespace) -> int:
+    """Print the job a run-now started (exit 1 with the reason when none was)."""
     if args.output == "json":
         output.print_json(fire.to_json())
     elif fire.outcome == "SUBMITTED":

@@ -1,6 +1,7 @@
-"""`air run`, `list`, `get`, `logs`, `cancel` and `permissions` against the team's job service (``AIR_JOBS_URL``
-set, as a hub's spawner sets it in users' servers, and ``JUPYTERHUB_API_TOKEN``): the same commands and output as
-on the user's own AIR_HOME, answered as their hub user. ``share`` and the schedules stay the user's."""
+"""`air run`, `list`, `get`, `logs`, `cancel`, `permissions` and `schedules` against the team's job service
+(``AIR_JOBS_URL`` set, as a hub's spawner sets it in users' servers, and ``JUPYTERHUB_API_TOKEN``): the same commands
+and output as on the user's own AIR_HOME, answered as their hub user; the service fires the schedules (`air
+scheduler` says so). ``share`` stays the user's."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.workloads.job_json import job_from_json
 from jupyter_air.workloads.jobs_view import MAX_LIMIT
 from jupyter_air.workloads.logs import LogLine
-from jupyter_air.workloads.records import Job
+from jupyter_air.workloads.records import Fire, Job, Schedule
+from jupyter_air.workloads.schedules import schedule_from_json
 
-from . import CliError, commands, output
+from . import CliError, commands, output, schedule_commands
 from .follow import emit
 
 #: The commands the team's job service answers.
-COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions")
+COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions", "schedules", "scheduler")
+#: What fires the schedules kept by the team's job service.
+_FIRED_BY = "the team's job service fires it"
 #: Seconds between two reads of a followed log.
 _FOLLOW_SECONDS = 1.0
 
@@ -42,6 +46,28 @@ class TeamJobs:
         return job_from_json(self.service.cancel(job_run_id))
 
 
+class TeamSchedules:
+    """The service's schedules as records, for the `air schedules` commands that print the user's own."""
+
+    def __init__(self, service: ServiceJobs):
+        self.service = service.schedules
+
+    def list(self) -> list[Schedule]:
+        return [schedule_from_json(s) for s in self.service.list()["schedules"]]
+
+    def get(self, name: str) -> Schedule:
+        return schedule_from_json(self.service.get(name))
+
+    def pause(self, name: str) -> Schedule:
+        return schedule_from_json(self.service.pause(name))
+
+    def resume(self, name: str) -> Schedule:
+        return schedule_from_json(self.service.resume(name))
+
+    def delete(self, name: str) -> Schedule:
+        return schedule_from_json(self.service.delete(name))
+
+
 def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
     """Run one of :data:`COMMANDS` against the service; its refusals exit 2 (bad input) or 1, in its words."""
     from .permission_commands import GRANT_USAGE, show
@@ -50,8 +76,11 @@ def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             return _run(service, args)
+        if args.command in ("schedules", "scheduler"):
+            _refuse(args.command == "scheduler", "air scheduler", "the service fires the team's schedules")
+            return _schedules(service, args)
         if args.command == "list":
-            _refuse(args.schedule, "--schedule", "schedules are your own AIR_HOME's: unset AIR_JOBS_URL to list theirs")
+            _refuse(args.schedule, "--schedule", "`air schedules get NAME` lists a schedule's fires and their jobs")
             return commands.list_jobs(jobs, args)
         if args.command == "get":
             if args.output == "json":
@@ -81,7 +110,12 @@ def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
     path = Path(args.file).resolve()
     if not path.is_file():
         raise CliError(f"{args.file}: no such file", 2)
-    job = job_from_json(service.send(path, args.file, args.override))
+    if args.watch and _scheduled(path):
+        raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", 2)
+    answer = service.send(path, args.file, args.override)
+    if "schedule" in answer:
+        return schedule_commands.announce(schedule_from_json(answer["schedule"]), answer["created"], args, _FIRED_BY)
+    job = job_from_json(answer)
     commands.announce(job, args)
     if not args.watch:
         return 0
@@ -89,6 +123,28 @@ def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
     job = TeamJobs(service).get(job.job_run_id)
     print(f"{job.job_run_id} {job.status}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
     return 0 if job.status == "SUCCEEDED" else 1
+
+
+def _scheduled(path: Path) -> bool:
+    """Whether the workload file has a ``schedule:`` (the service checks the rest)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and "schedule" in data
+
+
+def _schedules(service: ServiceJobs, args: argparse.Namespace) -> int:
+    schedules = TeamSchedules(service)
+    if args.action == "list":
+        return schedule_commands.list_schedules(schedules, args)
+    if args.action == "run-now":
+        fire = service.schedules.run_now(args.name)["fire"]
+        return schedule_commands.report_fire(Fire(args.name, **fire), args)
+    actions = {"get": schedule_commands.get, "pause": schedule_commands.pause, "resume": schedule_commands.resume}
+    return {**actions, "delete": schedule_commands.delete}[args.action](schedules, args)
 
 
 def _logs(service: ServiceJobs, args: argparse.Namespace) -> int:

@@ -42,9 +42,15 @@ class PanelHandler(BaseHandler):
 
     @property
     def schedules(self):
+        """The team's job service's schedules when it answers the jobs, else those under AIR_HOME."""
         from ..workloads.schedules_view import SchedulesView
 
-        return self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.local_jobs))
+        service = self.settings.get("jupyter_air_jobs")
+        return (
+            service.schedules
+            if service
+            else self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.local_jobs))
+        )
 
     async def call(self, function, *args):
         """Run a model call in the executor; its errors are answered as ``model_errors.http_error`` maps them."""

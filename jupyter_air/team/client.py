@@ -46,10 +46,10 @@ class ServiceJobs:
         return cls(url, os.environ.get("JUPYTERHUB_API_TOKEN", "")) if url else None
 
     def list(self, limit: int) -> dict:
-        return self._call("GET", f"jobs?limit={limit}")
+        return self.call("GET", f"jobs?limit={limit}")
 
     def get(self, job_run_id: str) -> dict:
-        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}")
+        return self.call("GET", f"jobs/{quote(job_run_id, safe='')}")
 
     def submit(self, root: Path, path: str) -> dict:
         """Send the workload file at ``path`` under ``root`` (checked as the local view checks it) to the service,
@@ -60,24 +60,29 @@ class ServiceJobs:
 
     def send(self, target: Path, label: str, overrides: list[str] | tuple[str, ...] = ()) -> dict:
         """Send the workload file at the absolute path ``target`` (named ``label`` in problems), with ``air run``'s
-        ``--override`` items, to be run as the caller's job; what ``get`` answers for it."""
+        ``--override`` items, to be run as the caller's job; what ``get`` answers for it (``{"created", "schedule"}``
+        when it has a ``schedule:``, which the service keeps and fires)."""
         text = target.read_text(encoding="utf-8")
         body = {"workload": text, "path": str(target), "label": label, "overrides": list(overrides)}
-        return self._call("POST", "jobs", body)
+        return self.call("POST", "jobs", body)
+
+    @property
+    def schedules(self) -> ServiceSchedules:
+        return ServiceSchedules(self)
 
     def cancel(self, job_run_id: str) -> dict:
-        return self._call("POST", f"jobs/{quote(job_run_id, safe='')}/cancel")
+        return self.call("POST", f"jobs/{quote(job_run_id, safe='')}/cancel")
 
     def permissions(self, job_run_id: str) -> dict:
-        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}/permissions")
+        return self.call("GET", f"jobs/{quote(job_run_id, safe='')}/permissions")
 
     def grant(self, job_run_id: str, user: str | None, group: str | None, level: str | None) -> dict:
         body = {"user": user, "group": group, "level": level}
-        return self._call("PUT", f"jobs/{quote(job_run_id, safe='')}/permissions", body)
+        return self.call("PUT", f"jobs/{quote(job_run_id, safe='')}/permissions", body)
 
     def logs(self, job_run_id: str, attempt: int, node: int, offset: int) -> dict:
         query = urlencode({"attempt": attempt, "node": node, "offset": offset})
-        return self._call("GET", f"jobs/{quote(job_run_id, safe='')}/logs?{query}")
+        return self.call("GET", f"jobs/{quote(job_run_id, safe='')}/logs?{query}")
 
     def log_pages(self, job_run_id: str, attempt: int, node: int, offset: int = 0) -> Iterator[dict]:
         """The pages of ``logs`` from ``offset`` until the log as it is now has been read (the last one says where
@@ -95,7 +100,8 @@ class ServiceJobs:
         blocks = (page["text"].encode("utf-8") for page in itertools.chain([first], pages) if page["text"])
         return first["attempt"], blocks
 
-    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """``method`` on the service's route ``path`` as the token's user: its JSON answer, or ServiceAnswer."""
         import urllib3
 
         try:
@@ -114,6 +120,32 @@ class ServiceJobs:
         if answer.status >= 400:
             raise _refusal(answer.status, answer.reason, answer.data.decode("utf-8", "replace"))
         return json.loads(answer.data)
+
+
+class ServiceSchedules:
+    """The service's schedules that the caller may see, in the shapes of
+    :class:`~jupyter_air.workloads.schedules_view.SchedulesView` (the service fires them)."""
+
+    def __init__(self, service: ServiceJobs):
+        self.service = service
+
+    def list(self) -> dict:
+        return self.service.call("GET", "schedules")
+
+    def get(self, name: str) -> dict:
+        return self.service.call("GET", f"schedules/{quote(name, safe='')}")
+
+    def delete(self, name: str) -> dict:
+        return self.service.call("DELETE", f"schedules/{quote(name, safe='')}")
+
+    def pause(self, name: str) -> dict:
+        return self.service.call("POST", f"schedules/{quote(name, safe='')}/pause")
+
+    def resume(self, name: str) -> dict:
+        return self.service.call("POST", f"schedules/{quote(name, safe='')}/resume")
+
+    def run_now(self, name: str) -> dict:
+        return self.service.call("POST", f"schedules/{quote(name, safe='')}/run-now")
 
 
 def _refusal(status: int, reason: str, text: str) -> ServiceAnswer:

@@ -24,6 +24,7 @@ from jupyterhub.services.auth import HubAuth, HubAuthenticated
 from jupyter_air.server.handlers import QueryArguments
 from jupyter_air.server.model_errors import call_model
 from jupyter_air.workloads.jobs_view import JobsView
+from jupyter_air.workloads.schedules_view import SchedulesView
 
 from .hub import HubDirectory, caller_of
 
@@ -49,7 +50,7 @@ class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandle
 class JobsHandler(ServiceHandler):
     """``GET jobs[?limit=]``: the jobs the caller may see, newest first. ``POST jobs`` ``{"workload", "path",
     "label", "overrides"}``: run the workload (its YAML, the absolute path it was read from, `air run`'s
-    ``--override`` items) as the caller's job (201)."""
+    ``--override`` items) as the caller's job (201), or keep it as their schedule when it has a ``schedule:``."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -91,7 +92,8 @@ class JobCancelHandler(ServiceHandler):
 
 
 class JobPermissionsHandler(ServiceHandler):
-    """``GET jobs/<id>/permissions`` (CAN_VIEW); ``PUT`` ``{"user" | "group", "level"}`` (CAN_MANAGE)."""
+    """``GET jobs/<id>/permissions`` (CAN_VIEW); ``PUT`` ``{"user" | "group", "level"}`` (CAN_MANAGE); ``<id>``: a job
+    run id or a schedule's name."""
 
     @tornado.web.authenticated
     async def get(self, job_run_id: str) -> None:
@@ -101,6 +103,36 @@ class JobPermissionsHandler(ServiceHandler):
     async def put(self, job_run_id: str) -> None:
         body = self.json_object()
         await self.answer(self.view.grant, job_run_id, body.get("user"), body.get("group"), body.get("level"))
+
+
+class SchedulesHandler(ServiceHandler):
+    """``GET schedules``: the schedules the caller may see, each with its last fire and that fire's job."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        await self.answer(SchedulesView(self.view).list)
+
+
+class ScheduleHandler(ServiceHandler):
+    """``GET schedules/<name>`` (CAN_VIEW); ``DELETE`` (CAN_MANAGE): its jobs go on."""
+
+    @tornado.web.authenticated
+    async def get(self, name: str) -> None:
+        await self.answer(SchedulesView(self.view).get, name)
+
+    @tornado.web.authenticated
+    async def delete(self, name: str) -> None:
+        await self.answer(SchedulesView(self.view).delete, name)
+
+
+class ScheduleActionHandler(ServiceHandler):
+    """``POST schedules/<name>/pause``, ``.../resume`` (CAN_MANAGE), ``.../run-now`` (CAN_MANAGE_RUN: a job of the
+    schedule's owner, run as them)."""
+
+    @tornado.web.authenticated
+    async def post(self, name: str, action: str) -> None:
+        view = SchedulesView(self.view)
+        await self.answer({"pause": view.pause, "resume": view.resume, "run-now": view.run_now}[action], name)
 
 
 def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Application:
@@ -115,6 +147,9 @@ def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Ap
         (r"jobs/([^/]+)/logs", JobLogsHandler),
         (r"jobs/([^/]+)/cancel", JobCancelHandler),
         (r"jobs/([^/]+)/permissions", JobPermissionsHandler),
+        (r"schedules", SchedulesHandler),
+        (r"schedules/([^/]+)", ScheduleHandler),
+        (r"schedules/([^/]+)/(pause|resume|run-now)", ScheduleActionHandler),
     ]
     return tornado.web.Application([(prefix + pattern, handler, options) for pattern, handler in routes])
 

@@ -1,6 +1,7 @@
 """A workload a user sends to the team's job service (``POST jobs``): checked as ``air run`` checks a file, plus
 what the service must not do for the caller (write to a local folder they name, log to an experiment they may not
-log to), then run as the caller's job through the one job path."""
+log to), then run as the caller's job through the one job path, or, with a ``schedule:``, kept as the caller's
+schedule, which the service fires."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     """Run ``body``'s workload (``workload``: its YAML, ``path``: the absolute path it was read from on the shared file
     system, where its relative paths point, ``label``: its name in problems, ``overrides``: `air run`'s) as the
     caller's job; the caller's hub token (``view.token``) checks the experiment as them. What ``get`` answers for
-    the new job; SubmitError (every problem) and nothing created otherwise."""
+    the new job, or ``{"created", "schedule"}`` for a schedule (another user's of that name is Forbidden);
+    SubmitError (every problem) and nothing created otherwise."""
     text, path, label, overrides = (body.get(k) for k in ("workload", "path", "label", "overrides"))
     overrides = [] if overrides is None else overrides
     strings = [text, path, label, *(overrides if isinstance(overrides, list) else [None])]
@@ -27,16 +29,17 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     location = workload.get("mlflow_artifact_location")
     if location and "://" not in location:
         _refuse(label, "mlflow_artifact_location: the team's job service takes a URI (s3://..., mlflow-artifacts:/...)")
-    if "schedule" in workload:
-        _refuse(
-            label, "schedule: the team's job service runs jobs now; schedule it in your own AIR_HOME (no AIR_JOBS_URL)"
-        )
     from jupyter_air.tracking.sharing import ShareError, claim
 
     try:
         claim(workload["experiment_name"], view.jobs.owner, view.token or "", location)
     except ShareError as err:
         _refuse(label, f"experiment_name: {err}", 2 if err.bad_input else 1)
+    if "schedule" in workload:
+        from jupyter_air.workloads.schedules import Schedules, schedule_json
+
+        schedule, created = Schedules(view.jobs).upsert(resolved, user=view.jobs.owner)
+        return {"created": created, "schedule": schedule_json(schedule)}
     return view.detail(view.jobs.start(resolved))
 
 

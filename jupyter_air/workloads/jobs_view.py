@@ -62,14 +62,15 @@ class JobsView:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and answer its summary."""
         return self._summary(self.jobs.cancel(job_run_id))
 
-    def permissions(self, job_run_id: str) -> dict:
-        """Who may use the job: its owner, the grants on it (and its schedule's), the caller's level."""
-        return Access(self.jobs, self.token).list(self.jobs.get(job_run_id).job_run_id)
+    def permissions(self, name: str) -> dict:
+        """Who may use the job (its run id) or schedule (its name): its owner, the grants on it (and, for a job, its
+        schedule's), the caller's level."""
+        return Access(self.jobs, self.token).list(name)
 
-    def grant(self, job_run_id: str, user: str | None, group: str | None, level: str | None) -> dict:
-        """Give ``user`` or ``group`` ``level`` on the job (None: take it back), as ``air permissions`` does."""
-        job = self.jobs.get(job_run_id, "permissions")
-        return Access(self.jobs, self.token).grant(job.job_run_id, user, group, level)
+    def grant(self, name: str, user: str | None, group: str | None, level: str | None) -> dict:
+        """Give ``user`` or ``group`` ``level`` on the job or schedule (None: take it back), as ``air permissions``
+        does."""
+        return Access(self.jobs, self.token).grant(name, user, group, level)
 
     def logs(self, job_run_id: str, attempt: int, node: int, offset: int) -> dict:
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``, and the offset to ask next."""

@@ -8,8 +8,8 @@ import json
 
 from .cron import as_ms, next_fires
 from .jobs import Jobs, Resolved
-from .permissions import schedule_target
-from .records import Schedule, fire_from_row, now_ms, schedule_from_row
+from .permissions import Forbidden, schedule_target
+from .records import Fire, Schedule, fire_from_row, now_ms, schedule_from_row
 
 #: Fires of a schedule shown by ``get`` (the store keeps ``tick.KEEP_FIRES``).
 SHOWN_FIRES = 20
@@ -33,14 +33,20 @@ class Schedules:
     ) -> tuple[Schedule, bool]:
         """Create the schedule of a resolved workload with a ``schedule:``, or update the one of the same name (its
         experiment); nothing runs now. Its next fire time stays when its expression and time zone do. Returns the
-        schedule and whether it is new."""
+        schedule and whether it is new. ``user`` (default: this process's) owns it, and its jobs run as them: another
+        user's schedule of that name is Forbidden, whatever their grants."""
         spec = dict(resolved.workload)
         timing = spec.pop("schedule")
-        name, now = spec["experiment_name"], now_ms() if now is None else now
+        name, now, user = spec["experiment_name"], now_ms() if now is None else now, user or getpass.getuser()
         expression, timezone = timing["quartz_cron_expression"], timing["timezone_id"]
         paused = timing["pause_status"] == "PAUSED"
         with self.jobs.store.transaction(immediate=True) as db:
             old = db.execute("SELECT * FROM schedules WHERE name = ?", (name,)).fetchone()
+            if old is not None and old["user"] != user:
+                raise Forbidden(
+                    f"schedule {name!r} is {old['user']}'s: only they can change what it runs (its jobs run as them);"
+                    " give your workload another experiment_name, or ask them to change it"
+                )
             same_time = old is not None and (old["expression"], old["timezone"]) == (expression, timezone)
             if paused:
                 due = None
@@ -65,7 +71,7 @@ class Schedules:
                     timing["max_concurrent_runs"],
                     json.dumps(spec),
                     resolved.source,
-                    user or getpass.getuser(),
+                    user,
                     ray_address,
                     due,
                     now,
@@ -173,9 +179,33 @@ def schedule_json(schedule: Schedule, now: int | None = None) -> dict:
         "next_fire_ms": schedule.next_fire_ms,
         "next_fire_times_ms": upcoming(schedule, 3, now),
         "experiment_name": schedule.workload["experiment_name"],
+        "command": schedule.workload.get("command"),
         "source": schedule.source,
         "user": schedule.user,
         "created_ms": schedule.created_ms,
         "updated_ms": schedule.updated_ms,
         "fires": [fire.to_json() for fire in schedule.fires],
     }
+
+
+def schedule_from_json(data: dict) -> Schedule:
+    """The schedule a :func:`schedule_json` describes, as a record to print (what a job service answers, shown as
+    `air` shows the user's own); its workload holds only the experiment and the command."""
+    workload = {"experiment_name": data["experiment_name"], "command": data.get("command") or "-"}
+    fires = [Fire(data["name"], **fire) for fire in data.get("fires", [])]
+    return Schedule(
+        name=data["name"],
+        expression=data["quartz_cron_expression"],
+        timezone=data["timezone_id"],
+        paused=data["pause_status"] == "PAUSED",
+        catchup=data["catchup"],
+        max_concurrent_runs=data["max_concurrent_runs"],
+        workload=workload,
+        source=data["source"],
+        user=data["user"],
+        ray_address=None,
+        next_fire_ms=data["next_fire_ms"],
+        created_ms=data["created_ms"],
+        updated_ms=data["updated_ms"],
+        fires=fires,
+    )

@@ -1,11 +1,12 @@
-"""The schedules of one AIR_HOME as the Experiment panel shows them: ``air schedules list -o json`` with each
-schedule's last job (its status and the link of its latest attempt), pause, resume and run-now. Knows nothing of
-HTTP; blocking (SQLite, processes): call it off the event loop."""
+"""The schedules of one AIR_HOME as the Experiment panel and the team's job service show them: ``air schedules list
+-o json`` with each schedule's last job (its status and the link of its latest attempt), get, pause, resume, run-now
+and delete. Knows nothing of HTTP; blocking (SQLite, processes): call it off the event loop."""
 
 from __future__ import annotations
 
 from .jobs import JobNotFound
 from .jobs_view import JobsView
+from .permissions import Forbidden
 from .records import Schedule
 from .schedules import Schedules, schedule_json
 
@@ -20,6 +21,14 @@ class SchedulesView:
     def list(self) -> dict:
         """Every schedule by name, each with its last fire and that fire's job (null: none, or forgotten)."""
         return {"schedules": [self._json(schedule) for schedule in self.schedules.list()]}
+
+    def get(self, name: str) -> dict:
+        """One schedule with its latest fires (as ``air schedules get -o json``), its last fire and that job."""
+        return self._json(self.schedules.get(name))
+
+    def delete(self, name: str) -> dict:
+        """Remove ``name`` and its fire history (what it was); the jobs it started go on."""
+        return schedule_json(self.schedules.delete(name))
 
     def pause(self, name: str) -> dict:
         """Stop firing ``name`` until resumed (its running jobs go on); ScheduleNotFound for an unknown name."""
@@ -50,5 +59,5 @@ class SchedulesView:
             return None
         try:
             return self.jobs.get(job_run_id)
-        except JobNotFound:
+        except (JobNotFound, Forbidden):  # forgotten, or (in a team) a job the caller may not see
             return None

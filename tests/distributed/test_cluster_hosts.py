@@ -91,7 +91,8 @@ def test_ray_client_mode_runs_calls_from_a_machine_outside_the_cluster(two_hosts
     )
 
     # Then both run, results by rank, each its own run in the server
-    server_logs = "".join(p.read_text()[-2000:] for p in two_hosts[0].temp_dir.rglob("ray_client_server_*.err"))
+    logs = sorted(two_hosts[0].temp_dir.rglob("ray_client_server*.*"))  # the proxy's and each client server's
+    server_logs = "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-1500:]}" for p in logs)
     assert result.returncode == 0, result.stderr[-3000:] + server_logs
     ranks = [str(rank) for rank in range(2 * HOST_GPUS)]
     assert f"RESULTS {ranks} {ranks}" in result.stdout

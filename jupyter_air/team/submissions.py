@@ -36,10 +36,9 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     except ShareError as err:
         _refuse(label, f"experiment_name: {err}", 2 if err.bad_input else 1)
     if "schedule" in workload:
-        from jupyter_air.workloads.schedules import Schedules, schedule_json
+        from jupyter_air.workloads.schedules import keep
 
-        schedule, created = Schedules(view.jobs).upsert(resolved, user=view.jobs.owner)
-        return {"created": created, "schedule": schedule_json(schedule)}
+        return keep(view.jobs, resolved, view.jobs.owner)
     return view.detail(view.jobs.start(resolved))
 
 

@@ -55,8 +55,14 @@ class JobsView:
 
     def submit(self, root: Path, path: str) -> dict:
         """Submit the workload file at ``path`` (relative to the server's ``root``) as ``air run -f`` does; what
-        ``get`` answers for the new job. SubmitError (every problem, named by ``path``) for a bad file or path."""
-        return self.detail(self.jobs.submit_file(workload_file(root, path), label=path))
+        ``get`` answers for the new job, or ``{"created", "schedule"}`` for a workload with a ``schedule:``, kept
+        as the user's schedule. SubmitError (every problem, named by ``path``) for a bad file or path."""
+        resolved = self.jobs.resolve_file(workload_file(root, path), label=path)
+        if "schedule" in resolved.workload:
+            from .schedules import keep
+
+            return keep(self.jobs, resolved)
+        return self.detail(self.jobs.start(resolved))
 
     def cancel(self, job_run_id: str) -> dict:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and answer its summary."""

@@ -156,6 +156,13 @@ class Schedules:
             raise ScheduleNotFound(name, self.jobs.home)
 
 
+def keep(jobs: Jobs, resolved: Resolved, user: str | None = None) -> dict:
+    """A submitted workload with a ``schedule:`` kept as ``user``'s schedule (nothing runs now): what ``POST jobs``
+    answers for it, ``{"created", "schedule"}``."""
+    schedule, created = Schedules(jobs).upsert(resolved, user=user)
+    return {"created": created, "schedule": schedule_json(schedule)}
+
+
 def upcoming(schedule: Schedule, count: int = 3, now: int | None = None) -> list[int]:
     """The next ``count`` fire times (epoch ms) after ``now``, paused or not."""
     after = now_ms() if now is None else now

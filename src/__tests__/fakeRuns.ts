@@ -2,6 +2,7 @@
 import { RequestError } from '../request';
 import {
   IJob,
+  IKeptSchedule,
   ILogChunk,
   IRun,
   IRunsPayload,
@@ -117,7 +118,7 @@ export class FakeRunsServer {
    * What `POST jobs` answers for each workload path: the job it starts (then listed by `GET jobs`), or
    * the errors of the file (a 400); a path not here answers 400 "no such file".
    */
-  workloads = new Map<string, IJob | string[]>();
+  workloads = new Map<string, IJob | IKeptSchedule | string[]>();
   calls: { endpoint: string; method: string; body?: string }[] = [];
   inFlight = 0;
   maxInFlight = 0;
@@ -215,13 +216,17 @@ export class FakeRunsServer {
     return { fire: { ...schedule.last_fire!, manual: true }, job };
   }
 
-  private submit(path: string): IJob {
+  private submit(path: string): IJob | IKeptSchedule {
     const answer = this.workloads.get(path) ?? [`${path}: no such file`];
     if (Array.isArray(answer)) {
       const message = `${path} is not a valid workload (${answer.length} errors).`;
       throw new RequestError(`jupyter-air/jobs answered 400: ${message}`, 'server', 400, answer);
     }
-    this.jobs = [answer, ...this.jobs];
+    if ('schedule' in answer) {
+      this.schedules = [...this.schedules, makeSchedule(answer.schedule.name)];
+    } else {
+      this.jobs = [answer, ...this.jobs];
+    }
     return answer;
   }
 

@@ -10,9 +10,10 @@ import { RunList } from '../experiment/components/RunList';
 import { WorkloadErrors } from '../experiment/components/WorkloadErrors';
 import { ExperimentModel } from '../experiment/model';
 import { jobStarted } from '../experiment/jobs';
+import { scheduleKept } from '../experiment/schedules';
 import type { IJob } from '../experiment/tokens';
 import { requestAPI, RequestError } from '../request';
-import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
+import { FakeRunsServer, makeJob, makeRun, makeSchedule, T0 } from './fakeRuns';
 import { reactRoot } from './harness';
 
 const HOSTILE = '<img src=x onerror="window.__pwned=1">';
@@ -47,7 +48,7 @@ describe('Submitting a workload file', () => {
     model.setVisible(true);
     await model.refresh();
     // When the file is submitted
-    const job = await model.submitWorkload('experiments/train.yaml');
+    const job = (await model.submitWorkload('experiments/train.yaml')) as IJob;
     // Then the path went as JSON in one POST, and the new job is listed first and shown
     expect(server.calls.filter(c => c.method === 'POST')).toEqual([
       { endpoint: 'jobs', method: 'POST', body: '{"path":"experiments/train.yaml"}' }
@@ -55,6 +56,36 @@ describe('Submitting a workload file', () => {
     expect(job.job_run_id).toBe('job-new');
     expect(model.jobs.map(j => j.job_run_id)).toEqual(['job-new', 'job-old']);
     expect(model.revealedJob).toBe('job-new');
+    model.dispose();
+  });
+
+  it('makes a schedule of a workload with a schedule: listed under Schedules, no job shown', async () => {
+    // Given a workload file with a schedule on the server
+    const server = new FakeRunsServer();
+    server.jobs = [makeJob('job-old', 'SUCCEEDED')];
+    const kept = {
+      created: true,
+      schedule: { ...makeSchedule('nightly'), pause_status: 'PAUSED' as const }
+    };
+    server.workloads.set('nightly.yaml', kept);
+    const model = new ExperimentModel({ request: server.request });
+    model.setVisible(true);
+    await model.refresh();
+    // When it is submitted
+    const answer = await model.submitWorkload('nightly.yaml');
+    // Then the answer is the schedule, now listed; the jobs and the shown job are as they were
+    expect(answer).toEqual(kept);
+    expect(model.schedules.map(s => s.name)).toEqual(['nightly']);
+    expect(model.jobs.map(j => j.job_run_id)).toEqual(['job-old']);
+    expect(model.revealedJob).toBeNull();
+    // And the notification says nothing runs now, and how to make it fire
+    expect(scheduleKept(kept, trans)).toBe(
+      'Schedule nightly created: nothing runs now; it is paused: resume it under Schedules to fire it.'
+    );
+    const unpaused = { created: false, schedule: makeSchedule('nightly') };
+    expect(scheduleKept(unpaused, trans)).toMatch(
+      /^Schedule nightly updated: nothing runs now; next fire \S.* \(Europe\/Lisbon\)\.$/
+    );
     model.dispose();
   });
 

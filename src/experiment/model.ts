@@ -14,7 +14,8 @@ import {
   ISchedule,
   ISchedulesPayload,
   ISubmitWorkload,
-  ScheduleAction
+  ScheduleAction,
+  SubmitAnswer
 } from './tokens';
 
 /** What the panel's header shows. */
@@ -169,16 +170,22 @@ export class ExperimentModel extends PollingModel {
 
   /**
    * Submit the workload file at `path` (relative to the server's root) as an `air` job: listed at once,
-   * and shown (`revealedJob`). Rejects with the server's `RequestError`, every error of the file in
-   * its `errors`; a refused file is not the panel's failure, so `error` stays as it was.
+   * and shown (`revealedJob`); a workload with a `schedule:` becomes a schedule instead (reloaded into
+   * `schedules`). Rejects with the server's `RequestError`, every error of the file in its `errors`; a
+   * refused file is not the panel's failure, so `error` stays as it was.
    */
-  async submitWorkload(path: string): Promise<IJob> {
+  async submitWorkload(path: string): Promise<SubmitAnswer> {
     const body: ISubmitWorkload = { path };
     // A string body alone would be sent as text/plain.
     const headers = { 'Content-Type': 'application/json' };
-    const job = await this.serialized(() =>
-      this.request<IJob>('jobs', { method: 'POST', headers, body: JSON.stringify(body) })
+    const answer = await this.serialized(() =>
+      this.request<SubmitAnswer>('jobs', { method: 'POST', headers, body: JSON.stringify(body) })
     );
+    if ('schedule' in answer) {
+      await this.refresh();
+      return answer;
+    }
+    const job = answer;
     this._jobs = [job, ...this._jobs.filter(held => held.job_run_id !== job.job_run_id)];
     this._revealedJob = job.job_run_id;
     this.emitChanged();

@@ -193,6 +193,21 @@ export interface ISchedule {
   last_job: IJob | null;
 }
 
+/**
+ * Answer of `POST jupyter-air/jobs` for a workload with a `schedule:`: the schedule it created or
+ * updated (as `air schedules get -o json` shows it); nothing runs now.
+ */
+export interface IKeptSchedule {
+  created: boolean;
+  schedule: Pick<
+    ISchedule,
+    'name' | 'pause_status' | 'next_fire_ms' | 'timezone_id' | 'quartz_cron_expression'
+  >;
+}
+
+/** Answer of `POST jupyter-air/jobs`: the new job, or the schedule a workload with a `schedule:` made. */
+export type SubmitAnswer = IJob | IKeptSchedule;
+
 /** Answer of `GET jupyter-air/schedules`. */
 export interface ISchedulesPayload {
   schedules: ISchedule[];

@@ -1,6 +1,9 @@
-/** "Run workload…": submit a YAML file of the file browser as an `air` job, then show it and its log. */
+/**
+ * "Run workload…": submit a YAML file of the file browser as an `air` job, then show it and its log;
+ * a workload with a `schedule:` becomes a schedule, which a notification announces.
+ */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
 import type { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
@@ -10,7 +13,8 @@ import { RequestError } from '../request';
 import { WorkloadErrors } from './components/WorkloadErrors';
 import type { ExperimentModel } from './model';
 import { jobStarted } from './jobs';
-import { ExperimentCommandIDs } from './tokens';
+import { scheduleKept } from './schedules';
+import { ExperimentCommandIDs, SubmitAnswer } from './tokens';
 
 /** The file browser's items the command is offered on (JupyterLab's `yaml` file type: .yaml, .yml). */
 const YAML_ITEMS = '.jp-DirListing-item[data-file-type="yaml"]';
@@ -71,9 +75,9 @@ async function runWorkload(
   path: string,
   trans: TranslationBundle
 ): Promise<void> {
-  let jobRunId: string;
+  let answer: SubmitAnswer;
   try {
-    jobRunId = (await model.submitWorkload(path)).job_run_id;
+    answer = await model.submitWorkload(path);
   } catch (error) {
     const failure =
       error instanceof RequestError ? error : new RequestError(String(error), 'server', null);
@@ -92,6 +96,11 @@ async function runWorkload(
     return;
   }
   await app.commands.execute(ExperimentCommandIDs.openExperimentPanel);
+  if ('schedule' in answer) {
+    Notification.success(scheduleKept(answer, trans), { autoClose: 8000 });
+    return;
+  }
+  const jobRunId = answer.job_run_id;
   if (await jobStarted(model, jobRunId)) {
     await app.commands.execute(ExperimentCommandIDs.openJobLogs, {
       jobRunId,

@@ -101,3 +101,24 @@ async def test_unknown_names_and_actions_are_refused_and_change_nothing(api, air
     assert action.value.code == 404
     assert air.json("schedules", "get", "nightly-eval")["pause_status"] == "UNPAUSED"
     assert air.json("schedules", "get", "nightly-eval")["fires"] == []
+
+
+async def test_run_on_a_workload_file_with_a_schedule_keeps_the_schedule_as_air_run_does(
+    api, air, jp_fetch, jp_root_dir
+):
+    # Given a workload file with a schedule under the server's root
+    timing = {"quartz_cron_expression": "0 0 2 * * ?", "timezone_id": "UTC", "pause_status": "PAUSED"}
+    write_workload(jp_root_dir, "nightly.yaml", experiment_name="panel-nightly", command="true", schedule=timing)
+
+    # When JupyterLab's Run submits it
+    body = json.dumps({"path": "nightly.yaml"}).encode()
+    answer = await jp_fetch("jupyter-air", "jobs", method="POST", body=body)
+
+    # Then the schedule is created (201) as `air run -f` creates it, listed with the others, and no job started
+    kept = json.loads(answer.body)
+    assert answer.code == 201 and kept["created"] is True
+    assert kept["schedule"] == air.json("schedules", "get", "panel-nightly")
+    assert [(s["name"], s["pause_status"]) for s in (await api())["schedules"]] == [("panel-nightly", "PAUSED")]
+    assert air.json("list", "--all-status") == []
+    # And Run again updates it
+    assert json.loads((await jp_fetch("jupyter-air", "jobs", method="POST", body=body)).body)["created"] is False

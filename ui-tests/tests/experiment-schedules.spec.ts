@@ -1,6 +1,7 @@
 /**
  * The Experiment panel's Schedules against a real server: a schedule recorded from a terminal shows without
- * Refresh, in words and in its time zone; Pause and Resume act at once; Run now asks, then starts its job.
+ * Refresh, in words and in its time zone; Pause and Resume act at once; Run now asks, then starts its job;
+ * Run workload… on a file with a schedule records it.
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
@@ -84,4 +85,40 @@ test('lists a schedule from a terminal, pauses and resumes it, and runs it now o
     .locator('.jp-Air-schedules-section')
     .screenshot({ path: testInfo.outputPath('experiment-schedules.png') });
   airCommand(EXPERIMENT_AIR_HOME, folder, 'schedules', 'delete', NAME);
+});
+
+test('Run workload… on a file with a schedule records it, says so, and lists it', async ({
+  page,
+  tmpPath
+}, testInfo) => {
+  test.setTimeout(120_000);
+  // Given a workload file with a paused schedule in the file browser
+  const name = 'ui-weekly-report';
+  const weekly = NIGHTLY.replace(NAME, name).replace(
+    'timezone_id',
+    'pause_status: PAUSED\n  timezone_id'
+  );
+  await page.contents.uploadContent(weekly, 'text', `${tmpPath}/weekly.yaml`);
+  await page.filebrowser.openDirectory(tmpPath);
+
+  // When Run workload… is chosen on it
+  await page
+    .locator('.jp-DirListing-item', { has: page.locator('text="weekly.yaml"') })
+    .click({ button: 'right' });
+  await page.locator('.lm-Menu-item[data-command="jupyter-air:run-workload"]').click();
+
+  // Then a notification says the schedule was created and nothing runs now
+  const toast = page.locator('.Toastify__toast', { hasText: `Schedule ${name} created` });
+  await expect(toast).toBeVisible({ timeout: 30_000 });
+  await expect(toast).toContainText('nothing runs now; it is paused: resume it under Schedules');
+  await toast.screenshot({ path: testInfo.outputPath('schedule-run-workload.png') });
+  // And the Experiment panel lists it, paused, and no job started
+  const row = page.locator(`${EXPERIMENT_PANEL} .jp-Air-schedule[data-schedule="${name}"]`);
+  await expect(row).toHaveAttribute('data-status', 'PAUSED', { timeout: 30_000 });
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-schedule-'));
+  const listed = JSON.parse(
+    airCommand(EXPERIMENT_AIR_HOME, folder, 'list', '--all-status', '-o', 'json')
+  );
+  expect(listed.filter((j: { experiment_name: string }) => j.experiment_name === name)).toEqual([]);
+  airCommand(EXPERIMENT_AIR_HOME, folder, 'schedules', 'delete', name);
 });

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         demo = {
             "hub_url": hub.url,
             "mlflow_url": mlflow_url,
-            "jobs_service_url": f"{hub.url}/services/air-jobs/",
+            "jobs_service_url": hub.service_url,
             "password": hub.password,
             "tokens": hub.tokens(),
             "mlflow_admin": {"username": "admin", "password": admin_password},

@@ -65,7 +65,7 @@ c.Spawner.environment = {{
     "AIR_HOME": lambda spawner: "{folder}/users/" + spawner.user.name + "/.air",
     "MLFLOW_TRACKING_URI": {mlflow_url!r},
     "MLFLOW_TRACKING_TOKEN": lambda spawner: spawner.api_token,
-    "AIR_JOBS_URL": "http://127.0.0.1:{port}/services/air-jobs/",
+    "AIR_JOBS_URL": "http://127.0.0.1:{service_port}/services/air-jobs/",  # the service itself: no proxy hop
 }}
 """
 
@@ -101,6 +101,8 @@ class Hub:
         if port is not None:
             ports["port"] = port
         self.url = f"http://127.0.0.1:{ports['port']}"
+        #: Where users' servers reach air-jobs: its own address (the hub's proxy serves it at ``url`` + the path too).
+        self.service_url = f"http://127.0.0.1:{ports['service_port']}/services/air-jobs/"
         self.mlflow_token, self.password = secrets.token_hex(16), secrets.token_urlsafe(12)
         for user in (*USERS, ADMIN):
             (folder / "users" / user).mkdir(parents=True, exist_ok=True)

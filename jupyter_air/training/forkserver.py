@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -34,10 +35,14 @@ class Server:
         self.events = events
         self.owner = owner
         self.calls: dict[int, str] = {}
+        #: The folders of the calls it launched, deleted when it ends (their owner has cleaned up, or is gone).
+        self.folders: list[str] = []
 
     def emit(self, event: dict) -> None:
-        self.events.write(json.dumps(event) + "\n")
-        self.events.flush()
+        """Tell the owner; nothing when it is gone (its end of the pipe closed: the shutdown goes on)."""
+        with contextlib.suppress(BrokenPipeError, ValueError):  # ValueError: the stream was closed after one
+            self.events.write(json.dumps(event) + "\n")
+            self.events.flush()
 
     def handle(self, request: dict) -> None:
         op = request.get("op")
@@ -72,6 +77,7 @@ class Server:
             finally:
                 os._exit(code)
         self.calls[pid] = request["id"]
+        self.folders.append(request["folder"])
         port = request.get("reserved_port")
         if port is not None:
             rendezvous.unreserve(port)  # the call process has its own copy of the listener
@@ -115,7 +121,8 @@ class Server:
         return os.getppid() == self.owner
 
     def shutdown(self) -> None:
-        """Stop every call (each stops its own processes), then whatever is left below this process."""
+        """Stop every call (each stops its own processes), then whatever is left below this process; delete the
+        calls' folders (an owner that was killed could not)."""
         for pid in list(self.calls):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
@@ -124,6 +131,8 @@ class Server:
             self.reap()
             time.sleep(_TICK_SECONDS)
         procs.ProcessTree(below=os.getpid()).stop(grace_seconds=1.0)
+        for folder in self.folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _children():
@@ -178,10 +187,14 @@ def serve(requests, events) -> None:
 
 
 def main() -> None:
+    """Serve the owner on stdin and stdout; ``argv[1]``: the folder of its log, deleted once it ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's process group is the kernel's
     events = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever prints to stdout goes to the log, never into the event stream
-    serve(sys.stdin.buffer, events)
+    try:
+        serve(sys.stdin.buffer, events)
+    finally:
+        shutil.rmtree(sys.argv[1], ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -45,14 +45,14 @@ class Launcher:
     _lock = threading.Lock()
 
     def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="air-launcher-"))  # mode 0700: its log
+        self.folder = Path(tempfile.mkdtemp(prefix="air-launcher-"))  # mode 0700: its log, gone when it ends
         package_parent = str(Path(__file__).resolve().parents[2])
         code = (
             "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.forkserver import main; main()"
         )
         with open(os.open(self.folder / "forkserver.log", os.O_WRONLY | os.O_CREAT, 0o600), "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", code, package_parent],
+                [sys.executable, "-c", code, package_parent, str(self.folder)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

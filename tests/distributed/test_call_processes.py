@@ -8,6 +8,7 @@ import pathlib
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -100,13 +101,29 @@ distributed(start_hidden_daemon_then_hang, gpus=2, experiment="killed-caller").d
 """
 
 
+def command_line(pid: int) -> list[str]:
+    """The process's command line; empty once it has ended."""
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
+
+
 def test_a_killed_caller_takes_every_process_of_its_call_with_it(store, tmp_path):
     # Given a process (a kernel, say) running a call whose rank started a hidden daemon
+    temp = pathlib.Path(tempfile.gettempdir())
+    before = set(temp.glob("air-call-*"))
     caller = subprocess.Popen([sys.executable, "-c", CALLER.format(repo=str(REPO), folder=str(tmp_path))])
     try:
         wait_for([tmp_path / "daemon.pid", tmp_path / "rank0.pid", tmp_path / "rank1.pid"])
-        below = [p.pid for p in psutil.Process(caller.pid).children(recursive=True)]
-        assert len(below) >= 4  # the fork server, the call's process, two ranks
+        calls = set(temp.glob("air-call-*")) - before  # the call's folder
+        # the caller's fork server (its last argument: the folder of its log), the call's process, two ranks; not
+        # the resident MLflow server the caller may have started, which outlives it by design
+        children = psutil.Process(caller.pid).children()
+        (server,) = [p for p in children if "air-launcher-" in "".join(command_line(p.pid)[-1:])]
+        log = pathlib.Path(server.cmdline()[-1])
+        below = [server.pid, *(p.pid for p in server.children(recursive=True))]
+        assert len(below) >= 4 and log.is_dir()
 
         # When the caller is killed as the OOM killer does (SIGKILL: it cleans up nothing)
         caller.kill()
@@ -119,12 +136,16 @@ def test_a_killed_caller_takes_every_process_of_its_call_with_it(store, tmp_path
     daemon = int((tmp_path / "daemon.pid").read_text())
     left = [pid for pid in [*below, daemon] if not gone(pid, seconds=20)]
     assert left == [], f"left running: {[psutil.Process(p).cmdline() for p in left]}"
+    # and the fork server took its log's folder and the call's folder with it
+    assert not log.exists()
+    assert calls and not any(folder.exists() for folder in calls), calls
 
 
 def fail_at_once():
     import torch.distributed as dist
 
     dist.init_process_group("gloo")
+    dist.barrier()  # both ranks past the group's set-up: neither sees the other's exit as a connection error
     raise RuntimeError("boom")
 
 

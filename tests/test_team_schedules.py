@@ -112,7 +112,7 @@ def air_config(team, monkeypatch) -> dict:
     return {"gpu_source": "none", "mlflow_ui_autostart": False, "jobs_service_url": f"{hub.url}/services/air-jobs/"}
 
 
-async def test_bobs_panel_shows_the_teams_schedules_he_may_see(team, tmp_path, jp_fetch):
+async def test_bobs_panel_shows_the_teams_schedules_he_may_see(team, tmp_path, jp_fetch, jp_root_dir):
     from tornado.httpclient import HTTPClientError
 
     (tmp_path / "weekly.yaml").write_text(scheduled("team-weekly", "0 0 4 ? * MON", paused=True))
@@ -127,3 +127,11 @@ async def test_bobs_panel_shows_the_teams_schedules_he_may_see(team, tmp_path, j
         await jp_fetch("jupyter-air", "schedules", "team-weekly", "run-now", method="POST", body=b"")
     assert refused.value.code == 403
     assert "Can Manage Run" in json.loads(refused.value.response.body)["message"]
+
+    # When bob runs a scheduled workload file of his own from JupyterLab, Then the service keeps it as his
+    (jp_root_dir / "bobs.yaml").write_text(scheduled("team-bobs", "0 0 5 * * ?", paused=True))
+    answer = await jp_fetch("jupyter-air", "jobs", method="POST", body=json.dumps({"path": "bobs.yaml"}).encode())
+    kept = json.loads(answer.body)
+    assert answer.code == 201 and kept["created"] is True and kept["schedule"]["user"] == "bob"
+    listed = json.loads((await jp_fetch("jupyter-air", "schedules")).body)["schedules"]
+    assert [s["name"] for s in listed] == ["team-bobs", "team-weekly"]

@@ -101,15 +101,9 @@ distributed(start_hidden_daemon_then_hang, gpus=2, experiment="killed-caller").d
 """
 
 
-def command_line(pid: int) -> list[str]:
-    """The process's command line; empty once it has ended."""
-    try:
-        return psutil.Process(pid).cmdline()
-    except psutil.Error:
-        return []
-
-
 def test_a_killed_caller_takes_every_process_of_its_call_with_it(store, tmp_path):
+    from fork_servers import fork_server_tree  # here: the caller imports this module, without the tests' path
+
     # Given a process (a kernel, say) running a call whose rank started a hidden daemon
     temp = pathlib.Path(tempfile.gettempdir())
     before = set(temp.glob("air-call-*"))
@@ -117,13 +111,8 @@ def test_a_killed_caller_takes_every_process_of_its_call_with_it(store, tmp_path
     try:
         wait_for([tmp_path / "daemon.pid", tmp_path / "rank0.pid", tmp_path / "rank1.pid"])
         calls = set(temp.glob("air-call-*")) - before  # the call's folder
-        # the caller's fork server (its last argument: the folder of its log), the call's process, two ranks; not
-        # the resident MLflow server the caller may have started, which outlives it by design
-        children = psutil.Process(caller.pid).children()
-        (server,) = [p for p in children if "air-launcher-" in "".join(command_line(p.pid)[-1:])]
-        log = pathlib.Path(server.cmdline()[-1])
-        below = [server.pid, *(p.pid for p in server.children(recursive=True))]
-        assert len(below) >= 4 and log.is_dir()
+        log, below = fork_server_tree(caller.pid)
+        assert len(below) >= 4 and log.is_dir()  # the fork server, the call's process, two ranks
 
         # When the caller is killed as the OOM killer does (SIGKILL: it cleans up nothing)
         caller.kill()

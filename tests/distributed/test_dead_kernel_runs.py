@@ -10,6 +10,7 @@ import time
 
 import psutil
 import pytest
+from fork_servers import fork_server_tree
 from waiting import eventually
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ async def test_the_run_of_a_killed_kernel_ends_failed_and_leaves_nothing(jp_serv
         await eventually(lambda: all((tmp_path / f"rank{r}").exists() for r in (0, 1)), timeout=120)
         (registration,) = (air_home / "live-runs").glob("*.pid")
         run_id = registration.name.removesuffix(".pid")
-        below = [p.pid for p in psutil.Process(kernel.pid).children(recursive=True)]
+        _, below = fork_server_tree(kernel.pid)  # the call's processes
 
         # When the kernel is killed with SIGKILL (it cleans up nothing)
         kernel.kill()

@@ -185,11 +185,10 @@ export class ExperimentModel extends PollingModel {
       await this.refresh();
       return answer;
     }
-    const job = answer;
-    this._jobs = [job, ...this._jobs.filter(held => held.job_run_id !== job.job_run_id)];
-    this._revealedJob = job.job_run_id;
+    this._jobs = [answer, ...this._jobs.filter(held => held.job_run_id !== answer.job_run_id)];
+    this._revealedJob = answer.job_run_id;
     this.emitChanged();
-    return job;
+    return answer;
   }
 
   /** Cancel an active job (the server answers once it has ended) and reload. */

@@ -1,5 +1,5 @@
-"""The code before the REST tracking client, checked out beside this one, to measure both side by side in one run;
-and AIR_HOME's resident MLflow server, up before the figures of now (as during a day of work)."""
+"""The code before a change (by default the REST tracking client), checked out beside this one, to measure both side
+by side in one run; and AIR_HOME's resident MLflow server, up before the figures of now (as during a day of work)."""
 
 from __future__ import annotations
 
@@ -12,26 +12,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: A commit to compare with (default: the one before the REST tracking client was added).
+#: A commit to compare with (default: the one before the change that added the file a benchmark names).
 BASELINE_ENV = "AIR_BENCH_BASELINE"
+#: The REST tracking client, whose change most first-use benchmarks compare with.
+REST_CLIENT = "jupyter_air/tracking/rest.py"
 
 
 def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def baseline_commit() -> str:
+def baseline_commit(added_file: str = REST_CLIENT) -> str:
+    """``$AIR_BENCH_BASELINE``, or the commit before ``added_file`` was added (HEAD while it is not committed)."""
     chosen = os.environ.get(BASELINE_ENV)
     if chosen:
         return _git("rev-parse", chosen)
-    added = _git("log", "--diff-filter=A", "--format=%H", "--", "jupyter_air/tracking/rest.py").split()
+    added = _git("log", "--diff-filter=A", "--format=%H", "--", added_file).split()
     return _git("rev-parse", f"{added[-1]}^" if added else "HEAD")
 
 
 @contextlib.contextmanager
-def baseline_checkout() -> Iterator[tuple[Path, str]]:
+def baseline_checkout(added_file: str = REST_CLIENT) -> Iterator[tuple[Path, str]]:
     """A temporary ``git worktree`` of :func:`baseline_commit`: its folder (for PYTHONPATH) and short commit."""
-    commit = baseline_commit()
+    commit = baseline_commit(added_file)
     with tempfile.TemporaryDirectory(prefix="air-bench-baseline-") as tmp:
         folder = Path(tmp) / "checkout"
         _git("worktree", "add", "--detach", str(folder), commit)
@@ -53,8 +56,11 @@ def start_resident_server(env: dict[str, str]) -> None:
 
 
 def stop_resident_servers(folder: Path) -> None:
-    """Stop the MLflow servers of the AIR_HOMEs under ``folder``."""
+    """Stop the MLflow servers and fork server zygotes of the AIR_HOMEs under ``folder``."""
     from jupyter_air.tracking import resident
+    from jupyter_air.training import zygote
 
     for record in folder.rglob("mlflow-server*.json"):
         resident.stop(record)
+    for lock in folder.rglob("forks-*.pid"):
+        zygote.stop(lock)

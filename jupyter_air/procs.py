@@ -24,6 +24,9 @@ _SAME_START_SECONDS = 1.0
 #: Rounds of "find what is left, SIGKILL it" after the grace period.
 _KILL_ROUNDS = 10
 
+#: The name of a process that works for another one: ``airfork-<pid>`` (at most 15 characters with any PID).
+_WORKS_FOR = "airfork-"
+
 Root = tuple[int, "float | None"]
 
 
@@ -165,14 +168,35 @@ def _signal(proc: psutil.Process, sig: int) -> None:
         proc.send_signal(sig)
 
 
-def _prctl(option: int, value: int) -> bool:
+def _prctl(option: int, value: int | bytes) -> bool:
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return libc.prctl(option, ctypes.c_char_p(value) if isinstance(value, bytes) else value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def set_name(name: str) -> None:
+    """Name this process (Linux's ``comm``, what ``ps`` and the GPU panel show; 15 bytes at most)."""
+    _prctl(15, name.encode()[:15])  # PR_SET_NAME
+
+
+def work_for(owner: int) -> None:
+    """Name this process after ``owner``, the process it works for without descending from it (a kernel's fork
+    server forked by AIR_HOME's zygote), so :func:`parent_of` leads from it to ``owner``."""
+    set_name(f"{_WORKS_FOR}{owner}")
+
+
+def parent_of(pid: int) -> int:
+    """The process ``pid`` works for: the one it was named after by :func:`work_for` when it is a process of this
+    user, else its parent. Raises psutil.Error when it is gone."""
+    proc = psutil.Process(pid)
+    name = proc.name()
+    if name.startswith(_WORKS_FOR) and name[len(_WORKS_FOR) :].isdigit() and proc.uids().real == os.getuid():
+        return int(name[len(_WORKS_FOR) :])
+    return proc.ppid()
 
 
 def become_subreaper() -> bool:

@@ -31,13 +31,15 @@ def temp_working_directory(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def stop_resident_mlflow_servers(tmp_path_factory):
-    """AIR_HOME's MLflow server outlives whoever started it, by design: those of this session's AIR_HOMEs are
-    stopped at its end (and, should the session die first, they stop after 10 idle minutes)."""
+def stop_resident_processes(tmp_path_factory):
+    """AIR_HOME's MLflow server and fork server zygote outlive whoever started them, by design: those of this
+    session's AIR_HOMEs are stopped at its end (and, should the session die first, they stop after 10 idle
+    minutes)."""
     from resident_servers import stop_all
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AIR_MLFLOW_IDLE_SECONDS", os.environ.get("AIR_MLFLOW_IDLE_SECONDS", "600"))
+        patch.setenv("AIR_FORKS_IDLE_SECONDS", os.environ.get("AIR_FORKS_IDLE_SECONDS", "600"))
         yield
         stop_all(tmp_path_factory.getbasetemp())
 

@@ -1,4 +1,5 @@
-"""AIR_HOME's resident MLflow servers in tests: they outlive the process that started them, by design."""
+"""AIR_HOME's resident MLflow servers and fork server zygotes in tests: they outlive the process that started them,
+by design."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 import psutil
 
 from jupyter_air.tracking import resident
+from jupyter_air.training import zygote
 
 
 def records(folder: pathlib.Path) -> list[pathlib.Path]:
@@ -26,12 +28,19 @@ def resident_pids(home: pathlib.Path) -> set[int]:
         pids.add(server.pid)
         with contextlib.suppress(psutil.Error):
             pids.update(child.pid for child in psutil.Process(server.pid).children(recursive=True))
-    return pids
+    return pids | {held[0] for lock in zygote_locks(home) if (held := zygote.holder(lock))}
+
+
+def zygote_locks(folder: pathlib.Path) -> list[pathlib.Path]:
+    """The lock of every fork server zygote under ``folder`` (its children, kernels' fork servers, are not resident)."""
+    return sorted(folder.rglob("forks-*.pid"))
 
 
 def stop_all(folder: pathlib.Path) -> None:
     for record in records(folder):
         resident.stop(record)
+    for lock in zygote_locks(folder):
+        zygote.stop(lock)
 
 
 def until(predicate, timeout: float, step: float = 0.2) -> None:

@@ -1,8 +1,11 @@
-"""Names the notebook behind a GPU process: a kernel of this server, or a child of one."""
+"""Names the notebook behind a GPU process: a kernel of this server, or a process below one (its fork server's,
+forked by AIR_HOME's zygote, counted as below it)."""
 
 from __future__ import annotations
 
 import psutil
+
+from jupyter_air import procs
 
 from .types import GpuProcess
 
@@ -10,8 +13,9 @@ from .types import GpuProcess
 def kernel_of(pid: int, kernel_pids: dict[int, str], known: dict[int, str | None] | None = None) -> str | None:
     """The id of the kernel that is ``pid`` or one of its ancestors, if any.
 
-    Walks the parent pids one at a time; ``known`` (pid: kernel id or None) is read and filled on the way, so
-    the processes of one answer, often children of one kernel, walk each ancestor once.
+    Walks the parent pids one at a time (:func:`~jupyter_air.procs.parent_of`); ``known`` (pid: kernel id or
+    None) is read and filled on the way, so the processes of one answer, often children of one kernel, walk each
+    ancestor once.
     """
     known = {} if known is None else known
     chain, found = [], None
@@ -24,7 +28,7 @@ def kernel_of(pid: int, kernel_pids: dict[int, str], known: dict[int, str | None
             break
         chain.append(pid)
         try:
-            pid = psutil.Process(pid).ppid()
+            pid = procs.parent_of(pid)
         except (psutil.Error, OSError):
             break
     for walked in chain:

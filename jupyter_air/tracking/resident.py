@@ -45,19 +45,20 @@ STUCK_AFTER_SECONDS = 600.0
 UNOWNED_STALE_SECONDS = 600.0
 #: The server's request log (and its warnings and errors) under ``AIR_HOME/logs``.
 LOG_NAME = "mlflow-ui.log"
-#: Variables a server never inherits from whoever started it: it belongs to no call, job or run.
-_NOT_INHERITED = ("AIR_CALL_ID", "AIR_JOB_RUN_ID", "AIR_ATTEMPT", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")
+#: Variables a resident process never inherits from whoever started it: it belongs to no call, job or run.
+NOT_INHERITED = ("AIR_CALL_ID", "AIR_JOB_RUN_ID", "AIR_ATTEMPT", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")
 
 
-def idle_seconds() -> float:
-    """``$AIR_MLFLOW_IDLE_SECONDS`` or 1800: how long the server waits for a request before it stops."""
-    raw = os.environ.get(IDLE_ENV, "").strip()
+def idle_seconds(name: str = IDLE_ENV, default: float = DEFAULT_IDLE_SECONDS) -> float:
+    """``$AIR_MLFLOW_IDLE_SECONDS`` (or ``$name``) or its default: how long a resident process stays idle before it
+    stops."""
+    raw = os.environ.get(name, "").strip()
     try:
-        value = float(raw) if raw else DEFAULT_IDLE_SECONDS
+        value = float(raw) if raw else default
     except ValueError:
         value = 0.0
     if not value > 0:
-        raise ValueError(f"{IDLE_ENV}={raw!r}: expected a positive number of seconds, e.g. 1800")
+        raise ValueError(f"{name}={raw!r}: expected a positive number of seconds, e.g. {default:g}")
     return value
 
 
@@ -213,7 +214,7 @@ def _spawn(uri: str, record: Path) -> Server:
     home = air_home()
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))  # mode 0700
     socket = folder / SOCKET_NAME
-    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     env.update(
         AIR_HOME=str(home),
         MLFLOW_TRACKING_URI=uri,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 from jupyter_air import procs
@@ -27,6 +28,7 @@ def run(request: dict) -> int:
 
     folder = Path(request["folder"])
     place = NodePlace(**request["place"])
+    procs.set_name(os.path.basename(sys.executable))  # not its fork server's name (which may name its owner)
     procs.become_subreaper()
     tree = procs.ProcessTree(marker={CALL_ID_ENV: request["id"]}, below=os.getpid())
     stopped = []

@@ -1,11 +1,12 @@
 """``python -m jupyter_air.training.forkserver``: runs a kernel's calls, so the kernel itself never imports torch.
 
-It imports torch and PyTorch's elastic launcher once, never touches CUDA (it counts GPUs through NVML), and
-reads one JSON request per line on stdin, answering events on stdout (:mod:`~jupyter_air.training.launcher` is
-the other side). Each call is a process forked from it (:mod:`~jupyter_air.training.call_process`) that runs the
+It imports torch and PyTorch's elastic launcher once (or finds them imported, when AIR_HOME's zygote forked it:
+:mod:`~jupyter_air.training.zygote`), never touches CUDA (it counts GPUs through NVML), and reads one JSON
+request per line on stdin, answering events on its event pipe (:mod:`~jupyter_air.training.launcher` is the
+other side). Each call is a process forked from it (:mod:`~jupyter_air.training.call_process`) that runs the
 elastic agent; the ranks fork from that one. The fork server is a child subreaper: what a dead call process
 left behind becomes its child, and it kills it. It ends, stopping every call, when its owner goes away (stdin
-closes, or it is re-parented).
+closes, or the owner's process ends).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ _LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", 
 class Server:
     """The fork server's state: its calls by PID, the reserved rendezvous listeners, the event stream."""
 
-    def __init__(self, events, owner: int):
+    def __init__(self, events, owner_alive):
         self.events = events
-        self.owner = owner
+        self.owner_alive = owner_alive
         self.calls: dict[int, str] = {}
         #: The folders of the calls it launched, deleted when it ends (their owner has cleaned up, or is gone).
         self.folders: list[str] = []
@@ -117,9 +118,6 @@ class Server:
         if orphans:
             procs.ProcessTree(orphans).stop(grace_seconds=1.0)
 
-    def owner_alive(self) -> bool:
-        return os.getppid() == self.owner
-
     def shutdown(self) -> None:
         """Stop every call (each stops its own processes), then whatever is left below this process; delete the
         calls' folders (an owner that was killed could not)."""
@@ -144,8 +142,9 @@ def _children():
         return []
 
 
-def _prepare() -> dict:
-    """Import what every call needs, once; the GPUs torch would see, counted without initialising CUDA."""
+def prepare() -> dict:
+    """Import what every call needs (once per process: a zygote's forks find it done); the GPUs torch would see with
+    this environment, counted without initialising CUDA."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # device_count() through NVML: forked ranks can still use CUDA
     import cloudpickle  # noqa: F401 - preloaded for the ranks
     import torch
@@ -160,11 +159,13 @@ def _prepare() -> dict:
     return {"cuda_devices": torch.cuda.device_count()}
 
 
-def serve(requests, events) -> None:
-    server = Server(events, os.getppid())
+def serve(requests, events, owner_alive) -> None:
+    """Serve one owner: requests on ``requests``, events on ``events``, until it closes its end or
+    ``owner_alive()`` is false."""
+    server = Server(events, owner_alive)
     procs.become_subreaper()
     try:
-        ready = _prepare()
+        ready = prepare()
     except Exception as exc:  # noqa: BLE001 - told to the owner, which raises it with the install hint
         server.emit({"event": "failed", "message": f"{type(exc).__name__}: {exc}"})
         return
@@ -191,8 +192,9 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt of the kernel's process group is the kernel's
     events = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever prints to stdout goes to the log, never into the event stream
+    owner = os.getppid()
     try:
-        serve(sys.stdin.buffer, events)
+        serve(sys.stdin.buffer, events, lambda: os.getppid() == owner)
     finally:
         shutil.rmtree(sys.argv[1], ignore_errors=True)
 

@@ -1,15 +1,19 @@
 """This process's side of its fork server (:mod:`~jupyter_air.training.forkserver`): start it, ask it, hear it.
 
 One fork server per process (a kernel, a script, a node's actor), started in the background when a
-``@distributed`` function is defined and restarted if it died. Requests go down its stdin, events come back
-on its stdout and are read by one thread; the pipe is private to the two processes, so nothing listens.
+``@distributed`` function is defined and restarted if it died. A kernel's is forked by AIR_HOME's resident zygote
+(:mod:`~jupyter_air.training.zygote`), which imported torch once for every kernel; any other process starts its
+own (so does a kernel when no zygote can serve). Requests go down one pipe, events come back on another and are
+read by one thread; the pipes are private to the two processes, so nothing listens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,6 +21,8 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from jupyter_air.notebook_links import in_jupyter_kernel
+from jupyter_air.training import zygote
 from jupyter_air.training.errors import DistributedError
 
 _INSTALL_HINT = (
@@ -44,19 +50,17 @@ class Launcher:
     _current: Launcher | None = None
     _lock = threading.Lock()
 
-    def __init__(self):
+    def __init__(self, resident: bool = False):
         self.folder = Path(tempfile.mkdtemp(prefix="air-launcher-"))  # mode 0700: its log, gone when it ends
-        package_parent = str(Path(__file__).resolve().parents[2])
-        code = (
-            "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.forkserver import main; main()"
-        )
-        with open(os.open(self.folder / "forkserver.log", os.O_WRONLY | os.O_CREAT, 0o600), "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", code, package_parent, str(self.folder)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-            )
+        self.process: subprocess.Popen | None = None
+        pipes = zygote.fork_server(self.folder, READY_SECONDS) if resident else None
+        if pipes is not None:
+            self.requests, self.events = os.fdopen(pipes[0], "wb"), os.fdopen(pipes[1], "rb")
+        else:
+            self.process = self._start()
+            self.requests, self.events = self.process.stdin, self.process.stdout
+        self.pid: int | None = self.process.pid if self.process else None  # a forked one's comes with ``ready``
+        self.ended = threading.Event()
         self.ready: Future = Future()
         self._calls: dict[str, CallEvents] = {}
         self._answers: dict[int, Future] = {}
@@ -64,14 +68,28 @@ class Launcher:
         self._write_lock = threading.Lock()
         threading.Thread(target=self._read_events, name="air-launcher-events", daemon=True).start()
 
+    def _start(self) -> subprocess.Popen:
+        """A fork server of this process's own (it imports torch itself)."""
+        package_parent = str(Path(__file__).resolve().parents[2])
+        code = (
+            "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.forkserver import main; main()"
+        )
+        with open(os.open(self.folder / "forkserver.log", os.O_WRONLY | os.O_CREAT, 0o600), "wb") as log:
+            return subprocess.Popen(
+                [sys.executable, "-c", code, package_parent, str(self.folder)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+
     @classmethod
     def get(cls) -> Launcher:
-        """This process's fork server, started now unless one runs."""
+        """This process's fork server, started now unless one runs: a kernel's is forked by AIR_HOME's zygote."""
         if _find_torch() is None:
             raise DistributedError(_INSTALL_HINT)
         with cls._lock:
-            if cls._current is None or cls._current.process.poll() is not None:
-                cls._current = cls()
+            if cls._current is None or cls._current.ended.is_set():
+                cls._current = cls(resident=in_jupyter_kernel())
             return cls._current
 
     @classmethod
@@ -81,12 +99,11 @@ class Launcher:
             current, cls._current = cls._current, None
         if current is None:
             return
-        current.process.stdin.close()  # the fork server ends at end of input
-        try:
-            current.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            current.process.kill()
-            current.process.wait()
+        current.requests.close()  # the fork server ends at end of input
+        if not current.ended.wait(timeout) and current.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(current.pid, signal.SIGKILL)
+            current.ended.wait()
 
     def info(self) -> dict:
         """The ready fork server's facts (``cuda_devices``: GPUs the ranks see), waiting for it if needed."""
@@ -132,22 +149,24 @@ class Launcher:
     def _send(self, request: dict) -> None:
         with self._write_lock:
             try:
-                self.process.stdin.write(json.dumps(request).encode() + b"\n")
-                self.process.stdin.flush()
+                self.requests.write(json.dumps(request).encode() + b"\n")
+                self.requests.flush()
             except (BrokenPipeError, ValueError):
                 raise DistributedError(self._gone()) from None
 
     def _gone(self) -> str:
+        code = f" with code {self.process.poll()}" if self.process else ""
         return (
-            f"the fork server (PID {self.process.pid}) ended with code {self.process.poll()}; "
-            f"its log is {self.folder / 'forkserver.log'}. The next call starts a new one."
+            f"the fork server (PID {self.pid}) ended{code}; its log is {self.folder / 'forkserver.log'}. "
+            "The next call starts a new one."
         )
 
     def _read_events(self) -> None:
-        for line in self.process.stdout:
+        for line in self.events:
             event = json.loads(line)
             kind = event.pop("event")
             if kind in ("ready", "failed"):
+                self.pid = event.get("pid", self.pid)
                 self.ready.set_result(event)
             elif kind == "reserved":
                 self._answers.pop(event["request"]).set_result(event)
@@ -157,7 +176,9 @@ class Launcher:
                 calls = self._calls[event["id"]]
                 calls.code = event["code"]
                 calls.ended.set()
-        self.process.wait()
+        if self.process:
+            self.process.wait()
+        self.ended.set()
         if not self.ready.done():  # it died before saying anything
             self.ready.set_result({"message": self._gone()})
         for events in self._calls.values():  # its calls died with it (their own processes stop themselves)

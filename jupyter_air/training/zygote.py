@@ -1,0 +1,195 @@
+"""AIR_HOME's resident zygote: a process that imported torch once, from which each kernel's fork server is forked,
+so the first ``.distributed()`` of a new kernel does not wait for that import.
+
+One per ``AIR_HOME``, Python and version of this code (:func:`key`), started by the first kernel that needs it, in a
+session of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid`` (its PID and start time) while it lives and
+listens on ``<temporary folder>/jupyter-air-forks-<key>/forks.sock``: a folder of mode 0700, checked to be this
+user's before every use, never TCP; it takes connections of its own user only (``SO_PEERCRED``). A kernel sends it
+two pipe ends, its environment and working folder; the forked fork server then serves the kernel over them as one
+the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends when the kernel goes. The zygote
+stops after ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with no fork server left, removing its folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from jupyter_air import procs
+from jupyter_air.home import FILE_MODE, air_home, open_private, private_dir
+
+log = logging.getLogger(__name__)
+
+#: Seconds with no fork server left after which the zygote stops (environment variable, and its default).
+IDLE_ENV = "AIR_FORKS_IDLE_SECONDS"
+DEFAULT_IDLE_SECONDS = 1800.0
+FOLDER_PREFIX = "jupyter-air-forks-"
+SOCKET_NAME = "forks.sock"
+LOG_NAME = "forks.log"
+_PEER = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+
+
+def key() -> str:
+    """What a zygote must share with its callers: the user, AIR_HOME, the interpreter, this code and torch."""
+    package = Path(__file__).resolve().parents[1]
+    torch = importlib.util.find_spec("torch")
+    newest = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
+    parts = [os.getuid(), str(air_home()), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def socket_path(name: str) -> Path:
+    return Path(tempfile.gettempdir()) / (FOLDER_PREFIX + name) / SOCKET_NAME
+
+
+def lock_path(name: str) -> Path:
+    return air_home() / f"forks-{name}.pid"
+
+
+def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
+    """A fork server forked for this process by AIR_HOME's zygote (started unless one runs), its log in ``folder``:
+    the ends of its request and event pipes this process keeps; None when no zygote can serve (the caller then
+    starts a fork server of its own, which says what went wrong)."""
+    name = key()
+    connection = _reach(name, timeout)
+    if connection is None:
+        return None
+    request_read, request_write = os.pipe()
+    event_read, event_write = os.pipe()
+    try:
+        request = {"env": dict(os.environ), "cwd": os.getcwd(), "folder": str(folder)}
+        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [request_read, event_write])
+        answer = connection.recv(16)
+    except OSError:
+        answer = b""
+    finally:
+        for fd in (request_read, event_write):
+            os.close(fd)
+        connection.close()
+    if answer != b"ok":
+        os.close(request_write)
+        os.close(event_read)
+        return None
+    return request_write, event_read
+
+
+def _reach(name: str, timeout: float) -> socket.socket | None:
+    """A connection to the zygote ``name``, starting one unless one lives; None when its folder is not this user's
+    alone, or no zygote came up (see ``AIR_HOME/logs/forks.log``)."""
+    path = socket_path(name)
+    started = None
+    deadline = time.monotonic() + timeout
+    while True:
+        if os.path.lexists(path.parent) and not private(path.parent):
+            log.warning("%s is not this user's alone (mode 0700): no resident fork server is used", path.parent)
+            return None
+        connection = _connect(path)
+        if connection is not None:
+            return connection
+        if not locked(lock_path(name)):
+            if started is not None and started.poll() is not None:
+                return None  # it ended without serving: torch could not be imported, say
+            if started is None:
+                started = _spawn(name)
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def _connect(path: Path) -> socket.socket | None:
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(str(path))
+        if peer(connection)[1] == os.getuid():
+            return connection
+    except OSError:
+        pass
+    connection.close()
+    return None
+
+
+def private(folder: Path) -> bool:
+    """True when ``folder`` is a directory of this user that no one else may enter (not a link)."""
+    try:
+        info = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+
+
+def peer(connection: socket.socket) -> tuple[int, int, int]:
+    return _PEER.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER.size))
+
+
+def locked(path: Path) -> bool:
+    """True while a zygote holds ``path``'s lock."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _spawn(name: str) -> subprocess.Popen:
+    from jupyter_air.tracking.resident import NOT_INHERITED, idle_seconds
+
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    env[IDLE_ENV] = str(idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
+    code = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.zygote_process import main; main()"
+    )
+    package_parent = str(Path(__file__).resolve().parents[2])
+    home = air_home()
+    with open_private(private_dir(home / "logs") / LOG_NAME) as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, package_parent, str(socket_path(name)), str(lock_path(name))],
+            cwd=home,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # an interrupt of the kernel that started it is not for it
+        )
+    threading.Thread(target=process.wait, name="air-zygote-reaper", daemon=True).start()
+    return process
+
+
+def holder(lock: Path) -> tuple[int, float | None] | None:
+    """PID and start time of the live zygote that holds ``lock``, or None."""
+    try:
+        pid, started = lock.read_text().split()
+        pid, started = int(pid), None if started == "None" else float(started)
+    except (OSError, ValueError):
+        return None
+    return (pid, started) if locked(lock) and procs.is_alive(pid, started) else None
+
+
+def stop(lock: Path, timeout: float = 30.0) -> bool:
+    """Stop the zygote that holds ``lock`` (its fork servers go on serving their kernels); False when none ran."""
+    if (held := holder(lock)) is None:
+        return False
+    pid, started = held
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while procs.is_alive(pid, started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return True

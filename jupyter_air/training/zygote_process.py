@@ -1,0 +1,137 @@
+"""The zygote's own process (:mod:`~jupyter_air.training.zygote` starts and asks it): imports torch once, then forks
+a fork server for each kernel that asks, with that kernel's environment, folder and pipes."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from jupyter_air import procs
+from jupyter_air.home import FILE_MODE
+from jupyter_air.training.zygote import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
+
+
+def main() -> None:
+    """The zygote: ``argv[1]`` its socket, ``argv[2]`` its lock; ends at once when another holds the lock."""
+    from jupyter_air.tracking.resident import idle_seconds
+
+    socket_file, lock = Path(sys.argv[1]), Path(sys.argv[2])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    held = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return
+    os.ftruncate(held, 0)
+    os.write(held, f"{os.getpid()} {procs.start_time(os.getpid())}".encode())
+    from jupyter_air.training import forkserver
+
+    forkserver.prepare()
+    folder = socket_file.parent
+    try:
+        listener = _listen(socket_file)
+        with listener:
+            _serve(listener, held, idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
+    finally:
+        if private(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _listen(socket_file: Path) -> socket.socket:
+    folder = socket_file.parent
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    if not private(folder):
+        raise SystemExit(f"{folder} is not this user's alone (mode 0700): not listening there")
+    socket_file.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_file))
+    listener.listen(16)
+    return listener
+
+
+def _serve(listener: socket.socket, lock: int, idle: float) -> None:
+    children: set[int] = set()
+    last = time.monotonic()
+    while children or time.monotonic() - last < idle:
+        if select.select([listener], [], [], 1.0)[0]:
+            with contextlib.suppress(OSError):  # a caller that went away meanwhile
+                connection, _ = listener.accept()
+                with connection:
+                    children.add(_fork(listener, lock, connection) or 0)
+        children.discard(0)
+        with contextlib.suppress(ChildProcessError):
+            while (ended := os.waitpid(-1, os.WNOHANG)[0]) > 0:
+                children.discard(ended)
+        if children:
+            last = time.monotonic()
+
+
+def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int | None:
+    """Fork a fork server for the caller at ``connection`` (this user's only); its PID. The child keeps neither the
+    listener nor the lock (the zygote's alone: a next zygote can take it while fork servers live on)."""
+    pid, uid, _ = peer(connection)
+    if uid != os.getuid():
+        return None
+    owner = (pid, procs.start_time(pid))
+    connection.settimeout(10.0)
+    fds: list[int] = []
+    try:
+        data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 2)
+        while not data.endswith(b"\n") and (more := connection.recv(1 << 16)):
+            data += more
+        request = json.loads(data)
+    except (OSError, ValueError):
+        request = None
+    if request is None or len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        return None
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            listener.close()
+            connection.close()
+            os.close(lock)
+            code = _become_fork_server(request, *fds, owner)
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    connection.sendall(b"ok")
+    return child
+
+
+def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[int, float | None]) -> int:
+    """In a forked child: the caller's environment and folder, its pipes, and the fork server's loop."""
+    from jupyter_air.training import forkserver
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    procs.work_for(owner[0])  # the GPU panel and a run's energy count its calls' processes as the kernel's
+    folder = request["folder"]
+    out = os.open(os.path.join(folder, "forkserver.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    for target in (1, 2):
+        os.dup2(out, target)
+    os.dup2(requests, 0)
+    for fd in (out, requests):
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    with contextlib.suppress(OSError):
+        os.chdir(request["cwd"])
+    try:
+        forkserver.serve(sys.stdin.buffer, os.fdopen(events, "w"), lambda: procs.is_alive(*owner))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0

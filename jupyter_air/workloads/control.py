@@ -10,9 +10,8 @@ from jupyter_air.tracking.naming import attempt_logs_folder
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
-from .records import Job
+from .records import Job, attempt_marker
 from .store import JobStore
-from .supervisor import attempt_marker
 
 log = logging.getLogger(__name__)
 

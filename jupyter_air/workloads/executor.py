@@ -22,7 +22,7 @@ from jupyter_air.home import open_private
 from jupyter_air.tracking.naming import EXPERIMENT_TAG, JOB_TAG, USER_TAG
 
 from . import ray_jobs
-from .records import Job, now_ms
+from .records import Job, attempt_marker, now_ms
 from .runners import AttemptContext, AttemptRunner, runner_check, runner_for
 from .store import JobStore
 
@@ -110,8 +110,6 @@ class LocalExecutor(Executor):
         )
 
     def stop_leftovers(self, job: Job) -> None:
-        from .supervisor import attempt_marker
-
         for attempt in job.attempts:  # the workload first: its log pump then writes the rest and exits
             if attempt.ended_ms is None:
                 procs.stop_tree(

@@ -8,8 +8,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from jupyter_air.tracking.naming import SCHEDULE_TAG
+
 ACTIVE = ("PENDING", "RUNNING")
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
+
+
+def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
+    """Environment every process of an attempt inherits: how its leftovers are found, daemons included."""
+    return {"AIR_JOB_RUN_ID": job_run_id, "AIR_ATTEMPT": str(attempt)}
 
 
 def now_ms() -> int:
@@ -78,6 +85,11 @@ class Job:
     @property
     def active(self) -> bool:
         return self.status in ACTIVE
+
+    @property
+    def schedule(self) -> str | None:
+        """The name of the schedule that fired it, if one did."""
+        return self.workload.get("tags", {}).get(SCHEDULE_TAG)
 
     @property
     def num_nodes(self) -> int:

@@ -18,7 +18,7 @@ from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_dis
 from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, attempt_logs_folder
 
 from .executor import ENVIRONMENT_FILE, executor_for
-from .records import Job, now_ms
+from .records import Job, attempt_marker, now_ms
 from .runners import AttemptContext
 from .store import JobStore
 
@@ -116,6 +116,16 @@ class Supervisor:
                     waiting = True
                 time.sleep(_FULL_DISK_RETRY_SECONDS)
 
+    @contextlib.contextmanager
+    def _unless_disk_full(self):
+        """Writes about a running attempt (its PID, nodes, link) that a full disk skips: the attempt goes on."""
+        try:
+            yield
+        except Exception as exc:
+            if not disk_full(exc, self.store.home):
+                raise
+            log.warning("%s; the running attempt's details are not recorded", full_disk_message(self.store.home))
+
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
@@ -127,9 +137,7 @@ class Supervisor:
         self.store.update(self.job_run_id, experiment_id=experiment_id)
         outcome = Outcome("FAILED", error="no attempt ran")
         for attempt in range(job.max_retries + 1):
-            if attempt and self.cancel.wait(spec.get("retry_delay_seconds", 0)):
-                return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
-            if self.cancel.is_set():
+            if (attempt and self.cancel.wait(spec.get("retry_delay_seconds", 0))) or self.cancel.is_set():
                 return Outcome("CANCELED", outcome.exit_code, f"canceled before attempt {attempt}")
             outcome = self._attempt(job, experiment_id, attempt)
             if outcome.status in ("SUCCEEDED", "CANCELED") or outcome.disk_full:
@@ -186,12 +194,13 @@ class Supervisor:
                 "MLFLOW_RUN_ID": run.run_id,
             }
             node.start(overrides, run)
-            self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
-            self._record_nodes(attempt, node)
-            if attempt == 0:
-                self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
-            run.describe()  # the link, once the command runs: it does not need it
-            self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
+            with self._unless_disk_full():  # its output may fill the disk at once: the attempt's end says so
+                self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
+                self._record_nodes(attempt, node)
+                if attempt == 0:
+                    self.store.update(self.job_run_id, status="RUNNING", started_ms=now_ms(), error=None)
+                run.describe()  # the link, once the command runs: it does not need it
+                self.store.update_attempt(self.job_run_id, attempt, mlflow_run_url=run.url)
             try:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:
@@ -267,11 +276,6 @@ class Supervisor:
             )
         if self._open_run is not None:  # its own end failed (the store refused it): end it now
             self._open_run.end("FAILED", outcome.error)
-
-
-def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
-    """Environment every process of an attempt inherits: how its leftovers are found, daemons included."""
-    return {"AIR_JOB_RUN_ID": job_run_id, "AIR_ATTEMPT": str(attempt)}
 
 
 def main(argv: list[str]) -> None:

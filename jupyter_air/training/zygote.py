@@ -1,13 +1,14 @@
 """AIR_HOME's resident zygote: a process that imported torch once, from which each kernel's fork server is forked,
 so the first ``.distributed()`` of a new kernel does not wait for that import.
 
-One per ``AIR_HOME``, Python and version of this code (:func:`key`), started by the first kernel that needs it, in a
-session of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid`` (its PID and start time) while it lives and
-listens on ``<temporary folder>/jupyter-air-forks-<key>/forks.sock``: a folder of mode 0700, checked to be this
-user's before every use, never TCP; it takes connections of its own user only (``SO_PEERCRED``). A kernel sends it
-two pipe ends, its environment and working folder; the forked fork server then serves the kernel over them as one
-the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends when the kernel goes. The zygote
-stops after ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with no fork server left, removing its folder.
+One per ``AIR_HOME``, Python, version of this code and of torch, and torch's load-time variables (:func:`key`),
+started by the first kernel that needs it, in a session of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid``
+(its PID and start time) while it lives and listens on ``<temporary folder>/jupyter-air-forks-<key>/forks.sock``: a
+folder of mode 0700, checked to be this user's before every use, never TCP; it takes connections of its own user only
+(``SO_PEERCRED``). A kernel sends it two pipe ends, its environment and working folder; the forked fork server then
+serves the kernel over them as one the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends
+when the kernel goes. The zygote stops after ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with no fork server left,
+removing its folder.
 """
 
 from __future__ import annotations
@@ -42,15 +43,20 @@ FOLDER_PREFIX = "jupyter-air-forks-"
 SOCKET_NAME = "forks.sock"
 LOG_NAME = "forks.log"
 _PEER = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+#: Variables read when torch and its libraries load (thread pools, devices, what is loaded): a kernel whose values
+#: differ gets a zygote of its own, so its ranks start as a fork server it started itself would have.
+_LOAD_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TORCH", "PYTORCH_", "LD_", "PYTHON")
 
 
 def key() -> str:
-    """What a zygote must share with its callers: the user, AIR_HOME, the interpreter, this code and torch."""
+    """What a zygote must share with its callers: the user, AIR_HOME, the interpreter, this code, torch, and the
+    variables read when torch loads."""
     package = Path(__file__).resolve().parents[1]
     torch = importlib.util.find_spec("torch")
     newest = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
+    loading = sorted((k, v) for k, v in os.environ.items() if k.startswith(_LOAD_TIME_PREFIXES))
     parts = [os.getuid(), str(air_home()), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([*parts, loading]).encode()).hexdigest()[:16]
 
 
 def socket_path(name: str) -> Path:

@@ -159,3 +159,14 @@ def test_a_zygote_folder_that_is_not_private_is_never_used(store, tmp_path, monk
         assert launcher.ended.wait(30)
     finally:
         folder.rmdir()
+
+
+def test_kernels_whose_torch_would_load_differently_use_different_zygotes(store, monkeypatch):
+    # Given a kernel's zygote key, When a variable read as torch loads differs, Then so does the key; not otherwise
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    base = zygote.key()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert zygote.key() != base
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setenv("AIR_TEST_UNRELATED", "1")
+    assert zygote.key() == base

@@ -15,6 +15,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import psutil
 
@@ -132,21 +133,10 @@ class LocalCluster:
                     found[proc.pid] = proc.create_time()
         return found
 
-    @contextlib.contextmanager
     def _environment(self, extra: dict | None = None):
         """This process's environment plus ``environment`` (and ``extra``) while a node starts (its processes
         inherit it)."""
-        environment = {**self.environment, **(extra or {})}
-        saved = {key: os.environ.get(key) for key in environment}
-        os.environ.update(environment)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        return mock.patch.dict(os.environ, {**self.environment, **(extra or {})})
 
     def wait_for_nodes(self) -> None:
         self.cluster.wait_for_nodes()

@@ -38,7 +38,7 @@ class TeamJobs:
         return job_from_json(self.service.get(job_run_id))
 
     def list(self, active_only: bool = True, limit: int = 50, **equal: str) -> list[Job]:
-        found = [job_from_json(j) for j in self.service.list(MAX_LIMIT)["jobs"]]
+        found = [job_from_json(j) for j in self.service.list(MAX_LIMIT, equal.get("schedule"))["jobs"]]
         kept = [j for j in found if (j.active or not active_only) and all(getattr(j, k) == v for k, v in equal.items())]
         return kept[:limit]
 
@@ -80,7 +80,6 @@ def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
             _refuse(args.command == "scheduler", "air scheduler", "the service fires the team's schedules")
             return _schedules(service, args)
         if args.command == "list":
-            _refuse(args.schedule, "--schedule", "`air schedules get NAME` lists a schedule's fires and their jobs")
             return commands.list_jobs(jobs, args)
         if args.command == "get":
             if args.output == "json":

@@ -120,15 +120,16 @@ class ExperimentShareHandler(PanelHandler):
 
 
 class JobsHandler(PanelHandler):
-    """``GET jobs[?limit=]``: every `air` job run, newest first. ``POST jobs`` ``{"path": "<file>.yaml"}``: submit
-    the workload file at that path under the server's root, as ``air run -f`` does (201 with the new job)."""
+    """``GET jobs[?limit=&schedule=]``: every `air` job run (or those a schedule fired), newest first. ``POST jobs``
+    ``{"path": "<file>.yaml"}``: submit the workload file at that path under the server's root, as ``air run -f``
+    does (201 with the new job)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
         from ..workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
 
         limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        self.finish(json.dumps(await self.call(self.jobs.list, limit)))
+        self.finish(json.dumps(await self.call(self.jobs.list, limit, self.get_query_argument("schedule", None))))
 
     @tornado.web.authenticated
     async def post(self) -> None:

@@ -45,8 +45,9 @@ class ServiceJobs:
         url = os.environ.get(JOBS_URL_ENV)
         return cls(url, os.environ.get("JUPYTERHUB_API_TOKEN", "")) if url else None
 
-    def list(self, limit: int) -> dict:
-        return self.call("GET", f"jobs?limit={limit}")
+    def list(self, limit: int, schedule: str | None = None) -> dict:
+        fired = f"&schedule={quote(schedule, safe='')}" if schedule else ""
+        return self.call("GET", f"jobs?limit={limit}{fired}")
 
     def get(self, job_run_id: str) -> dict:
         return self.call("GET", f"jobs/{quote(job_run_id, safe='')}")

@@ -48,15 +48,17 @@ class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandle
 
 
 class JobsHandler(ServiceHandler):
-    """``GET jobs[?limit=]``: the jobs the caller may see, newest first. ``POST jobs`` ``{"workload", "path",
-    "label", "overrides"}``: run the workload (its YAML, the absolute path it was read from, `air run`'s
-    ``--override`` items) as the caller's job (201), or keep it as their schedule when it has a ``schedule:``."""
+    """``GET jobs[?limit=&schedule=]``: the jobs the caller may see (those a schedule fired), newest first.
+    ``POST jobs`` ``{"workload", "path", "label", "overrides"}``: run the workload (its YAML, the absolute path it
+    was read from, `air run`'s ``--override`` items) as the caller's job (201), or keep it as their schedule when it
+    has a ``schedule:``."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
         from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
 
-        await self.answer(self.view.list, self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+        limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        await self.answer(self.view.list, limit, self.get_query_argument("schedule", None))
 
     @tornado.web.authenticated
     async def post(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jupyter_air.tracking.naming import SCHEDULE_TAG
+
 from .records import Attempt, Job
 
 
@@ -29,6 +31,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "gpus": job.gpus,
         "exit_code": job.exit_code,
         "error": job.error,
+        "schedule": job.schedule,
     }
 
 
@@ -76,7 +79,8 @@ def job_from_json(data: dict[str, Any]) -> Job:
     ray = data.get("ray_job") or {}
     return Job(
         **{k: data.get(k) for k in _SUMMARY_FIELDS},
-        workload=data.get("workload") or {"compute": {"num_nodes": data.get("num_nodes", 1)}},
+        workload=data.get("workload")
+        or {"compute": {"num_nodes": data.get("num_nodes", 1)}, "tags": {SCHEDULE_TAG: data.get("schedule")}},
         source=data.get("source", ""),
         supervisor_pid=None,
         supervisor_started=None,

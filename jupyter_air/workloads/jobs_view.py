@@ -45,9 +45,11 @@ class JobsView:
         view.jobs.caller, view.token = caller, token
         return view
 
-    def list(self, limit: int = DEFAULT_LIMIT) -> dict:
-        """Every job run, newest first, like ``air list --all-status -o json``, with attempts and links."""
-        return {"jobs": [self._summary(job) for job in self.jobs.list(active_only=False, limit=limit)]}
+    def list(self, limit: int = DEFAULT_LIMIT, schedule: str | None = None) -> dict:
+        """Every job run (or those ``schedule`` fired), newest first, like ``air list --all-status -o json``, with
+        attempts and links."""
+        fired = {"schedule": schedule} if schedule else {}
+        return {"jobs": [self._summary(job) for job in self.jobs.list(active_only=False, limit=limit, **fired)]}
 
     def get(self, job_run_id: str) -> dict:
         """One job run like ``air get -o json``, each attempt with its link."""

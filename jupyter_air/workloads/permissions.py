@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from jupyter_air.tracking.naming import SCHEDULE_TAG
-
 from .records import Job, Schedule, now_ms
 from .store import JobStore
 
@@ -231,7 +229,7 @@ class Permissions:
 
 
 def job_target(job: Job) -> Target:
-    return Target("job", job.job_run_id, job.user, job.workload.get("tags", {}).get(SCHEDULE_TAG))
+    return Target("job", job.job_run_id, job.user, job.schedule)
 
 
 def schedule_target(schedule: Schedule) -> Target:

@@ -73,7 +73,7 @@ def test_alices_schedule_is_kept_and_fired_by_the_service_and_bob_acts_on_it_onl
     assert air(team, "bob", "logs", job).stdout == f"fired {job}\n"
     # And `air list --schedule` shows him the jobs it fired, through the service
     fired = json.loads(air(team, "bob", "list", "--schedule", "team-nightly", "--all-status", "-o", "json").stdout)
-    assert [(j["job_run_id"], j["schedule"]) for j in fired] == [(job, "team-nightly")]
+    assert [(j["job_run_id"], j["schedule_name"]) for j in fired] == [(job, "team-nightly")]
     assert json.loads(air(team, "bob", "list", "--schedule", "other", "--all-status", "-o", "json").stdout) == []
     # But he may not pause or delete it; she may, and then it is gone
     assert air(team, "bob", "schedules", "pause", "team-nightly").returncode == 1

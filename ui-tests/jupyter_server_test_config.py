@@ -1,6 +1,9 @@
 """JupyterLab server configuration for the browser tests (Galata); never use it in production."""
 
+import atexit
 import os
+import pathlib
+import sys
 
 from jupyterlab.galata import configure_jupyter_server
 
@@ -31,9 +34,6 @@ c.ServerApp.jpserver_extensions = {  # noqa: F821
 # the `[[pid, bytes], ...]` the file holds when read: a test makes a kernel hold GPU memory by writing its pid
 # there. The idle-holder check then runs every second with a 3-second threshold.
 if os.environ.get("JUPYTER_AIR_UI_FAKE_NVML"):
-    import pathlib
-    import sys
-
     os.environ["AIR_TEST_NVML_PROCESSES"] = os.environ["JUPYTER_AIR_UI_FAKE_NVML"]
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "nvml_processes"))
     import pynvml  # noqa: F401 - the fake, in sys.modules for the server's NVML source
@@ -41,3 +41,12 @@ if os.environ.get("JUPYTER_AIR_UI_FAKE_NVML"):
     c.JupyterAir.gpu_source = "nvml"  # noqa: F821
     c.JupyterAir.idle_holder_minutes = 0.05  # noqa: F821
     c.JupyterAir.idle_holder_check_seconds = 1  # noqa: F821
+
+# Once the server has shut its kernels down (which may end their runs through AIR_HOME's MLflow server), stop the
+# resident processes of its AIR_HOME (that MLflow server, the fork server zygote) instead of leaving them running
+# until their idle stop.
+if os.environ.get("AIR_HOME"):
+    sys.path.append(str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+    from resident_servers import stop_all
+
+    atexit.register(stop_all, pathlib.Path(os.environ["AIR_HOME"]))

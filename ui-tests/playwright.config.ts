@@ -19,46 +19,41 @@ const baseConfig = require('@jupyterlab/galata/lib/playwright-config');
 const PORT_BASE = Number(process.env.JUPYTER_AIR_UI_PORT_BASE ?? 8891);
 
 /**
- * AIR_HOME of the server with simulated GPUs, new for each test session: its layout spec records runs there
- * for the charts. Made once, in the main process; the workers inherit the variable.
+ * One new folder per test session for every server's AIR_HOME and state, made once in the main process (the
+ * workers inherit the variable). Each server stops the resident processes of its AIR_HOME as it exits.
  */
-process.env.JUPYTER_AIR_UI_SIMULATED_HOME ??= fs.mkdtempSync(
-  path.join(os.tmpdir(), 'jupyter-air-ui-simulated-')
-);
-export const SIMULATED_AIR_HOME = process.env.JUPYTER_AIR_UI_SIMULATED_HOME;
+process.env.JUPYTER_AIR_UI_ROOT ??= fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'));
+export const UI_ROOT = process.env.JUPYTER_AIR_UI_ROOT;
 
-/** AIR_HOME of the Experiment panel's server, made the same way: its spec starts a job there as a terminal would. */
-process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME ??= fs.mkdtempSync(
-  path.join(os.tmpdir(), 'jupyter-air-ui-')
-);
-export const EXPERIMENT_AIR_HOME = process.env.JUPYTER_AIR_UI_EXPERIMENT_HOME;
+/** ``UI_ROOT/<name>``, made owner-only if missing. */
+function folder(name: string): string {
+  const made = path.join(UI_ROOT, name);
+  fs.mkdirSync(made, { recursive: true, mode: 0o700 });
+  return made;
+}
+
+/** AIR_HOME of the server with simulated GPUs: its layout spec records runs there for the charts. */
+export const SIMULATED_AIR_HOME = folder('simulated');
+
+/** AIR_HOME of the Experiment panel's server: its spec starts a job there as a terminal would. */
+export const EXPERIMENT_AIR_HOME = folder('experiment');
 
 /** The compute processes of the fake NVML of the idle-holders server (`[[pid, bytes], ...]`), set by its spec. */
-process.env.JUPYTER_AIR_UI_HOLDERS_DIR ??= fs.mkdtempSync(
-  path.join(os.tmpdir(), 'jupyter-air-ui-holders-')
-);
-export const HOLDERS_NVML_FILE = path.join(
-  process.env.JUPYTER_AIR_UI_HOLDERS_DIR,
-  'processes.json'
-);
+export const HOLDERS_NVML_FILE = path.join(folder('holders-nvml'), 'processes.json');
 
 /** Where the sharing server's MLflow server keeps its data and writes `mlflow.json` (its URI, bob's password). */
-process.env.JUPYTER_AIR_UI_SHARING_DIR ??= fs.mkdtempSync(
-  path.join(os.tmpdir(), 'jupyter-air-ui-sharing-')
-);
+process.env.JUPYTER_AIR_UI_SHARING_DIR = folder('sharing');
 export const SHARING_DIR = process.env.JUPYTER_AIR_UI_SHARING_DIR;
 
 /**
  * Where the team's JupyterHub keeps its state, its air-jobs service's jobs and users' folders, and writes
  * `team.json` (the hub's URL, the shared password, each user's API token): team_server.py makes it 0700.
  */
-process.env.JUPYTER_AIR_UI_TEAM_DIR ??= fs.mkdtempSync(
-  path.join(os.tmpdir(), 'jupyter-air-ui-team-')
-);
+process.env.JUPYTER_AIR_UI_TEAM_DIR = folder('team');
 export const TEAM_DIR = process.env.JUPYTER_AIR_UI_TEAM_DIR;
 
 /** AIR_HOME of the server whose links are opened logged out: its spec creates a run in it. */
-export const LINKS_AIR_HOME = path.join(os.tmpdir(), `jupyter-air-ui-links-${PORT_BASE}`);
+export const LINKS_AIR_HOME = folder('links');
 export const LINKS_TOKEN = 'links-test-token';
 
 /**
@@ -78,11 +73,19 @@ const SERVERS: {
     port: PORT_BASE,
     env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: SIMULATED_AIR_HOME }
   },
-  { name: 'no-gpu', port: PORT_BASE + 1, env: { JUPYTER_AIR_GPU_SOURCE: 'none' } },
+  {
+    name: 'no-gpu',
+    port: PORT_BASE + 1,
+    env: { JUPYTER_AIR_GPU_SOURCE: 'none', AIR_HOME: folder('no-gpu') }
+  },
   {
     name: 'no-server-extension',
     port: PORT_BASE + 2,
-    env: { JUPYTER_AIR_GPU_SOURCE: 'none', JUPYTER_AIR_UI_SERVER_EXTENSION: 'off' }
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'none',
+      JUPYTER_AIR_UI_SERVER_EXTENSION: 'off',
+      AIR_HOME: folder('no-server-extension')
+    }
   },
   {
     // Notebooks that train with @distributed; MLflow's embedded store lives in a new temp folder.
@@ -90,7 +93,7 @@ const SERVERS: {
     port: PORT_BASE + 3,
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'none',
-      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+      AIR_HOME: folder('training')
     }
   },
   {
@@ -117,7 +120,7 @@ const SERVERS: {
     env: {
       JUPYTER_AIR_GPU_SOURCE: 'nvml',
       JUPYTER_AIR_UI_FAKE_NVML: HOLDERS_NVML_FILE,
-      AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-'))
+      AIR_HOME: folder('holders')
     }
   },
   {
@@ -125,14 +128,14 @@ const SERVERS: {
     name: 'sharing',
     port: PORT_BASE + 8,
     command: 'jlpm start:sharing',
-    env: { AIR_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-')) }
+    env: { AIR_HOME: folder('sharing-server') }
   },
   {
     // A head and two worker nodes of Ray on 127.0.0.1 (cluster_server.py starts and stops them).
     name: 'cluster',
     port: PORT_BASE + 6,
     command: 'jlpm start:cluster',
-    env: {}
+    env: { AIR_HOME: folder('cluster') }
   },
   {
     // A team's JupyterHub (team_server.py): users alice, bob and carol log in with one shared password and

@@ -8,10 +8,14 @@ in production.
 import json
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
 from jupyter_air.team.stack import Hub
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from resident_servers import stop_all
 
 folder = Path(os.environ["JUPYTER_AIR_UI_TEAM_DIR"])
 stop = threading.Event()
@@ -30,3 +34,4 @@ try:
         pass
 finally:
     hub.stop()
+    stop_all(folder)  # the resident processes of users' AIR_HOMEs (fork server zygotes), not left to their idle stop

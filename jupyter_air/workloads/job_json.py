@@ -31,7 +31,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "gpus": job.gpus,
         "exit_code": job.exit_code,
         "error": job.error,
-        "schedule": job.schedule,
+        "schedule_name": job.schedule,
     }
 
 
@@ -80,7 +80,7 @@ def job_from_json(data: dict[str, Any]) -> Job:
     return Job(
         **{k: data.get(k) for k in _SUMMARY_FIELDS},
         workload=data.get("workload")
-        or {"compute": {"num_nodes": data.get("num_nodes", 1)}, "tags": {SCHEDULE_TAG: data.get("schedule")}},
+        or {"compute": {"num_nodes": data.get("num_nodes", 1)}, "tags": {SCHEDULE_TAG: data.get("schedule_name")}},
         source=data.get("source", ""),
         supervisor_pid=None,
         supervisor_started=None,

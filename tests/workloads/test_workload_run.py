@@ -177,7 +177,7 @@ def test_list_json_and_filters(finished, module_air):
         "gpus",
         "exit_code",
         "error",
-        "schedule",
+        "schedule_name",
     }
     assert [j["job_run_id"] for j in retried] == [finished["retry"]["job_run_id"]]
     assert len(succeeded) == 1 and succeeded[0]["status"] == "SUCCEEDED"

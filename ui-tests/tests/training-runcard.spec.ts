@@ -37,26 +37,40 @@ function procText(pid: string, file: string): string | null {
   }
 }
 
+/** The parent's PID in a `/proc/<pid>/stat` text. */
+function parentOf(stat: string): string {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
+}
+
 /**
- * The ranks of the calls of `notebook`'s kernel: processes forked by a multiprocessing fork server
- * started by that kernel. A forked rank shows the fork server's environment, the kernel's, which names
- * the notebook (`JPY_SESSION_NAME`).
+ * The ranks of the calls of `notebook`'s kernel: the children of the call processes of its fork server.
+ * The kernel's environment names the notebook (`JPY_SESSION_NAME`); its fork server is either its child
+ * (`-m jupyter_air.training.forkserver`) or forked by AIR_HOME's zygote and named `airfork-<kernel pid>`.
  */
 function rankProcesses(notebook: string): number[] {
-  const ranks: number[] = [];
-  for (const pid of fs.readdirSync('/proc').filter(entry => /^\d+$/.test(entry))) {
-    const environ = procText(pid, 'environ')?.split('\0') ?? [];
+  const pids = fs.readdirSync('/proc').filter(entry => /^\d+$/.test(entry));
+  const parent = new Map<string, string>();
+  for (const pid of pids) {
     const stat = procText(pid, 'stat');
-    const session = environ.find(v => v.startsWith('JPY_SESSION_NAME='));
-    if (!session?.endsWith(notebook) || !stat) {
-      continue;
-    }
-    const parent = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1];
-    if (procText(parent, 'cmdline')?.includes('forkserver')) {
-      ranks.push(Number(pid));
+    if (stat) {
+      parent.set(pid, parentOf(stat));
     }
   }
-  return ranks;
+  const kernels = pids.filter(
+    pid =>
+      (procText(pid, 'environ')?.split('\0') ?? []).some(
+        v => v.startsWith('JPY_SESSION_NAME=') && v.endsWith(notebook)
+      ) && procText(pid, 'cmdline')?.includes('ipykernel')
+  );
+  const forkServers = pids.filter(pid =>
+    kernels.some(
+      kernel =>
+        procText(pid, 'comm')?.trim() === `airfork-${kernel}` ||
+        (parent.get(pid) === kernel && procText(pid, 'cmdline')?.includes('training.forkserver'))
+    )
+  );
+  const calls = pids.filter(pid => forkServers.includes(parent.get(pid) ?? ''));
+  return pids.filter(pid => calls.includes(parent.get(pid) ?? '')).map(Number);
 }
 
 test('Stop on the live run card stops a busy distributed call: run KILLED, no worker left', async ({

@@ -93,6 +93,9 @@ async def test_a_run_inside_an_air_job_is_not_stopped_alone(jp_fetch, air_home, 
     from workloads.workload_helpers import Air, write_workload
 
     air = Air(air_home, f"sqlite:///{tmp_path / 'mlflow.db'}")
+    scratch = tmp_path / "tmp"  # the job's temporary folder: its fork server's and its call's folders go there
+    scratch.mkdir()
+    air.env["TMPDIR"] = str(scratch)
     (tmp_path / "train.py").write_text(TRAIN)
     job_id = air.submit(write_workload(tmp_path, experiment_name="stop-job", command=f"{sys.executable} train.py"))
     live = air_home / "live-runs"
@@ -113,3 +116,5 @@ async def test_a_run_inside_an_air_job_is_not_stopped_alone(jp_fetch, air_home, 
     finally:
         air("cancel", job_id)
     air.assert_no_processes()
+    # and the cancel, which SIGTERMs the job's whole process tree, left none of the call's folders behind
+    assert list(scratch.glob("air-*")) == []

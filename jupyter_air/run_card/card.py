@@ -65,22 +65,21 @@ def header_for(run, *, kind: str, world_size: int, gpus: int, nodes: int = 1) ->
 
 def header_from_run(tracking, run_id: str, *, world_size: int, gpus: int, nodes: int = 1) -> Header:
     """The card's fixed part for a run created elsewhere (a job's), read from the tracking store."""
+    from types import SimpleNamespace
+
     from jupyter_air.tracking.links import links
 
     run = tracking.get_run(run_id)
     experiment_id = run.info.experiment_id
     found = links(experiment_id, run_id)
-    return Header(
+    described = SimpleNamespace(
         run_id=run_id,
         run_name=run.info.run_name,
         experiment_name=tracking.get_experiment(experiment_id).name,
-        run_url=found.run,
+        url=found.run,
         experiment_url=found.experiment,
-        kind="distributed",
-        world_size=world_size,
-        nodes=nodes,
-        gpus=gpus_in_use(gpus // max(nodes, 1)),
     )
+    return header_for(described, kind="distributed", world_size=world_size, gpus=gpus // max(nodes, 1), nodes=nodes)
 
 
 def ending_for(exc: BaseException | None, nodes: int = 1) -> tuple[str | None, Failure | None]:

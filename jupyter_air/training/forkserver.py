@@ -164,6 +164,7 @@ def serve(requests, events, owner_alive) -> None:
     ``owner_alive()`` is false."""
     server = Server(events, owner_alive)
     procs.become_subreaper()
+    signal.signal(signal.SIGTERM, _end_on_term)
     try:
         ready = prepare()
     except Exception as exc:  # noqa: BLE001 - told to the owner, which raises it with the install hint
@@ -185,6 +186,13 @@ def serve(requests, events, owner_alive) -> None:
             server.reap()
     finally:
         server.shutdown()
+
+
+def _end_on_term(signum, frame) -> None:
+    """SIGTERM (a job's cancel stops its whole process tree): leave the loop through the shutdown, which stops the
+    calls and deletes their folders; a second SIGTERM does not cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(0)
 
 
 def main() -> None:

@@ -86,6 +86,8 @@ def run_rank(call_dir: str) -> None:
 
     folder = pathlib.Path(call_dir)
     procs.die_with_parent(int(os.environ[PARENT_ENV]), signal.SIGKILL)  # never outlive the call's process
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a rank ends on SIGTERM, as a script does: the call process's
+    # handler, which its fork handed down, would stop the call's other processes and let this one run on
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
     me = psutil.Process()

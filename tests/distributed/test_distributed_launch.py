@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -34,7 +35,8 @@ def ddp_step(lr, scale=1.0):
         with mlflow.start_run(run_id=os.environ["MLFLOW_RUN_ID"]):  # the documented worker pattern
             mlflow.log_metric("train_loss", 0.25)
     dist.destroy_process_group()
-    return {"rank": rank, "local_rank": int(os.environ["LOCAL_RANK"]), "grad": grad, "lr": lr}
+    sigterm = signal.getsignal(signal.SIGTERM)
+    return {"rank": rank, "local_rank": int(os.environ["LOCAL_RANK"]), "grad": grad, "lr": lr, "sigterm": str(sigterm)}
 
 
 def test_results_by_rank_with_ddp_and_a_complete_run(store, runs_of, artifact_text, capsys, fake_nvml):
@@ -49,6 +51,8 @@ def test_results_by_rank_with_ddp_and_a_complete_run(store, runs_of, artifact_te
     assert [r["local_rank"] for r in results] == [0, 1]
     assert results[0]["grad"] == results[1]["grad"] == [[3.0, 3.0]]  # mean of inputs 2 and 4
     assert results[1]["lr"] == 0.5
+    # And a rank ends on SIGTERM as a script does: no handler of the launcher's is left in it
+    assert [r["sigterm"] for r in results] == [str(signal.SIG_DFL)] * 2
     # And every rank's output reached the cell live, prefixed by its rank
     out = capsys.readouterr().out
     assert "[rank 0] rank 0 of 2 grad [[3.0, 3.0]]" in out

@@ -5,6 +5,7 @@ it started."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -128,3 +129,40 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_
     assert demo.returncode == 0
     time.sleep(1)
     assert [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+STARTER = """
+import sys, time
+from pathlib import Path
+from jupyter_air.team.stack import Hub
+
+folder = Path(sys.argv[1])
+Hub(folder, {"AIR_HOME": str(folder / "air")}).ready()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_hub_whose_starter_is_killed_stops_everything_it_started(tmp_path):
+    # Given a team stack's hub (its proxy and air-jobs service running) started by a process
+    folder = tmp_path / "hub"
+    folder.mkdir(mode=0o700)
+    starter = subprocess.Popen([sys.executable, "-c", STARTER, str(folder)], stdout=subprocess.PIPE, text=True)
+    started: list[psutil.Process] = []
+    try:
+        assert starter.stdout.readline() == "ready\n"
+        started = psutil.Process(starter.pid).children(recursive=True)
+        names = " ".join(" ".join(p.cmdline()) for p in started)
+        assert "jupyterhub" in names and "configurable-http-proxy" in names and "jupyter_air.team.service" in names
+
+        # When the starter is killed (no clean-up of its own can run)
+        starter.kill()
+        starter.wait()
+
+        # Then the hub stops, and with it the proxy and the service
+        gone, alive = psutil.wait_procs(started, timeout=60)
+        assert alive == [], [p.cmdline() for p in alive]
+    finally:
+        for process in [starter, *started]:
+            with contextlib.suppress(psutil.Error, ProcessLookupError):
+                process.kill()

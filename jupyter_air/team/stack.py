@@ -24,6 +24,8 @@ USERS, ADMIN = ("alice", "bob", "carol"), "hubadmin"
 
 CONFIG = """
 c = get_config()  # noqa
+# The hub gets SIGTERM (and stops its proxy, the service and users' servers) when its starter ends, however it ends
+__import__("jupyter_air.procs").procs.die_with_parent({starter})
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
 c.JupyterHub.hub_ip = "127.0.0.1"
@@ -118,6 +120,7 @@ class Hub:
             mlflow_token=self.mlflow_token,
             mlflow_url=mlflow_url,
             spawner_args=["--allow-root"] if os.geteuid() == 0 else [],
+            starter=os.getpid(),
         )
         (folder / "jupyterhub_config.py").write_text(config)
         with open(folder / "hub.log", "wb") as log:

@@ -243,6 +243,16 @@ test.describe('Experiment panel', () => {
     await view.getByText('Download').click();
     expect((await download).suggestedFilename()).toBe(`${jobId}-attempt_0-node_0.log`);
 
+    // And where the job id and Cancel do not fit side by side (the panel's scrollbar takes room from them),
+    // Cancel goes under the id, whole in the list
+    const jobs = page.locator(`${EXPERIMENT_PANEL} .jp-Air-jobs-section`);
+    await jobs.evaluate(element => ((element as HTMLElement).style.width = '200px'));
+    const list = await jobs.boundingBox();
+    const cancel = await job.locator('.jp-Air-job-cancel').boundingBox();
+    await job.screenshot({ path: testInfo.outputPath('job-running-narrow.png') });
+    expect(cancel!.x + cancel!.width).toBeLessThanOrEqual(list!.x + list!.width);
+    await jobs.evaluate(element => ((element as HTMLElement).style.width = ''));
+
     // When Cancel is clicked in the panel and confirmed
     await job.locator('.jp-Air-job-cancel').click();
     await page.locator('.jp-Dialog .jp-mod-warn', { hasText: 'Cancel job' }).click();

@@ -4,6 +4,7 @@ formats what it returns."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import sys
 import time
@@ -51,7 +52,11 @@ def _job(jobs: Jobs, job_run_id: str) -> Job:
     try:
         return jobs.get(job_run_id)
     except JobNotFound:
-        raise CliError(f"no job run {job_run_id!r} in {jobs.store.path}; `air list --all-status` lists them") from None
+        hint = "`air list --all-status` lists them"
+        with contextlib.suppress(JobNotFound):
+            if not job_run_id.startswith("job-"):  # the hex part alone, typed by hand
+                hint = f"did you mean {jobs.get('job-' + job_run_id).job_run_id!r}?"
+        raise CliError(f"no job run {job_run_id!r} in {jobs.store.path}; {hint}") from None
 
 
 def run(args: argparse.Namespace) -> int:

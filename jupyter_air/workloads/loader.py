@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .file_problems import unreadable, yaml_problem
 from .spec import Workload, field_names
 
 FieldPath = tuple[str, ...]
@@ -64,7 +65,7 @@ def load_workload(
     try:
         text = source.read_text(encoding="utf-8") if text is None else text
     except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError(label, [f"{label}: cannot read the file: {exc}"]) from None
+        raise WorkloadError(label, [unreadable(source, label, exc)]) from None
     data, lines = _parse(text, label)
     overridden = {_apply_override(data, item, label) for item in overrides}
     folder = source.resolve().parent
@@ -99,7 +100,7 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise WorkloadError(label, [f"{label}{line}: not valid YAML: {_yaml_problem(exc)}"]) from None
+        raise WorkloadError(label, [f"{label}{line}: not valid YAML: {yaml_problem(exc)}"]) from None
     except yaml.YAMLError as exc:
         raise WorkloadError(label, [f"{label}: not valid YAML: {exc}"]) from None
     if not isinstance(data, dict):
@@ -125,33 +126,6 @@ def _too_deep(text: str) -> int | None:
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
     return None
-
-
-def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
-    """What is wrong, in words a person editing the file acts on (PyYAML's say how its parser got lost)."""
-    problem, at, begun = exc.problem or "", exc.problem_mark, exc.context_mark
-    opened = f" begun on line {begun.line + 1}" if begun else ""
-    if problem.startswith("expected <block end>") and begun and at:
-        if problem.endswith("'-'"):
-            return f"a list item ('- ...') among the keys of the mapping{opened}: put the list under a key, indented"
-        what = "keys of the mapping" if "mapping" in (exc.context or "") else "items of the list"
-        return (
-            f"bad indentation: this line starts in column {at.column + 1}, but the {what}{opened} "
-            f"start in column {begun.column + 1}; line it up with them (with spaces)"
-        )
-    if problem == "mapping values are not allowed here":
-        return (
-            "a ':' where no key can start: indent this key like the keys above it, or quote a value that holds "
-            "': ' (e.g. command: \"echo a: b\")"
-        )
-    if "'\\t'" in problem:
-        return "a tab: YAML indents with spaces only"
-    if exc.context == "while scanning a quoted scalar":
-        return f"the quoted text{opened} is never closed"
-    if exc.context in ("while parsing a flow sequence", "while parsing a flow mapping"):
-        kind, close = ("[ list", "]") if "sequence" in exc.context else ("{ mapping", "}")
-        return f"the {kind}{opened} is not closed with '{close}' (or a ',' is missing) before this point"
-    return problem or str(exc)
 
 
 def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:

@@ -215,6 +215,17 @@ def test_bad_list_filter_and_unknown_job(module_air):
     assert missing.returncode == 1 and "no job run 'job-000000000000'" in missing.stderr
 
 
+def test_a_job_id_without_its_prefix_is_named(finished, module_air):
+    # Given a job, When it is asked for without its `job-` prefix
+    job_id = finished["quick"].stdout.strip()
+    for command in ("get", "logs", "cancel"):
+        result = module_air(command, job_id.removeprefix("job-"))
+        # Then air exits 1 naming the id it probably means
+        assert result.returncode == 1 and f"did you mean '{job_id}'?" in result.stderr, result.stderr
+    # And an id like none says how to list them
+    assert "`air list --all-status` lists them" in module_air("get", "0123456789ab").stderr
+
+
 def test_human_run_prints_only_the_job_run_id(finished, module_air):
     # Given a quick workload submitted without -o json
     result = finished["quick"]

@@ -206,3 +206,23 @@ def test_human_dry_run_prints_the_resolved_yaml(air, tmp_path, capsys):
     resolved = yaml.safe_load(capsys.readouterr().out)
     assert resolved["mlflow_run_name"] == "baseline"
     assert resolved["compute"] == {"num_accelerators": 0, "accelerator_type": None}
+
+
+def test_a_missing_file_names_the_one_meant_or_where_it_looked_and_creates_nothing(
+    air, mlflow_client, tmp_path, monkeypatch, capsys
+):
+    # Given hello.yaml in the current folder
+    write_workload(tmp_path, "hello.yaml", command="true")
+    monkeypatch.chdir(tmp_path)
+
+    # When hello.yml is submitted, Then air exits 2 naming the file that is there
+    assert main(["run", "-f", "hello.yml"]) == 2
+    assert "hello.yml: no such file; did you mean 'hello.yaml'?" in capsys.readouterr().err
+    # And for a name like none there it says where it looked, and for a missing folder which one
+    assert main(["run", "-f", "nightly.yaml"]) == 2
+    assert f"nightly.yaml: no such file in {tmp_path.resolve()}" in capsys.readouterr().err
+    assert main(["run", "-f", "conf/hello.yaml"]) == 2
+    assert f"conf/hello.yaml: no such file: there is no folder 'conf' (relative to {tmp_path})" in (
+        capsys.readouterr().err
+    )
+    assert_nothing_created(air, mlflow_client, "air-tests")

@@ -212,7 +212,7 @@ def test_a_missing_file_names_the_one_meant_or_where_it_looked_and_creates_nothi
     air, mlflow_client, tmp_path, monkeypatch, capsys
 ):
     # Given hello.yaml in the current folder
-    write_workload(tmp_path, "hello.yaml", command="true")
+    write_workload(tmp_path, "hello.yaml", experiment_name="bad-missing-file", command="true")
     monkeypatch.chdir(tmp_path)
 
     # When hello.yml is submitted, Then air exits 2 naming the file that is there
@@ -225,4 +225,4 @@ def test_a_missing_file_names_the_one_meant_or_where_it_looked_and_creates_nothi
     assert f"conf/hello.yaml: no such file: there is no folder 'conf' (relative to {tmp_path})" in (
         capsys.readouterr().err
     )
-    assert_nothing_created(air, mlflow_client, "air-tests")
+    assert_nothing_created(air, mlflow_client, "bad-missing-file")

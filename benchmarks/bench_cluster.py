@@ -117,12 +117,7 @@ def _fan_in_ms(address: str) -> tuple[float, int]:
         while any(n["state"] != "live" for n in payload["nodes"]) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)  # every node's sampler actor has started
             payload = await service.snapshot()
-        times = []
-        for _ in range(FAN_IN_REQUESTS):
-            started = time.perf_counter()
-            await service.snapshot(payload["timestamps_ms"][-1])
-            times.append(time.perf_counter() - started)
-        return statistics.median(times) * 1000, len(payload["nodes"])
+        return await _median_poll_ms(service, payload), len(payload["nodes"])
 
     try:
         return asyncio.run(measure())
@@ -138,15 +133,19 @@ def _local_ms() -> float:
     service = GpuService(Sampler(lambda: open_source("simulated", 2), 1.0, 600.0, 600.0))
 
     async def measure() -> float:
-        payload = await service.snapshot()
-        times = []
-        for _ in range(FAN_IN_REQUESTS):
-            started = time.perf_counter()
-            await service.snapshot(payload["timestamps_ms"][-1])
-            times.append(time.perf_counter() - started)
-        return statistics.median(times) * 1000
+        return await _median_poll_ms(service, await service.snapshot())
 
     return asyncio.run(measure())
+
+
+async def _median_poll_ms(service, payload: dict) -> float:
+    """The median milliseconds of the panel's poll (``since`` = the newest sample of ``payload``)."""
+    times = []
+    for _ in range(FAN_IN_REQUESTS):
+        started = time.perf_counter()
+        await service.snapshot(payload["timestamps_ms"][-1])
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
 
 
 def fan_in(cluster: LocalCluster) -> None:

@@ -137,10 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
     from jupyter_air.home import AirHomeError, UnusableDatabase
+    from jupyter_air.team.client import ServiceJobs
 
-    from . import commands
+    from . import commands, team_commands
 
     try:
+        if (service := ServiceJobs.from_environment()) is not None and args.command in team_commands.COMMANDS:
+            return team_commands.dispatch(service, args)
         return commands.dispatch(args)
     except CliError as err:
         return _fail(args, str(err), err.code)

@@ -23,12 +23,7 @@ _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user",
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from jupyter_air.team.client import ServiceJobs
-
-    from . import team_commands
-
-    if (service := ServiceJobs.from_environment()) is not None and args.command in team_commands.COMMANDS:
-        return team_commands.dispatch(service, args)
+    """Run the command against the user's own AIR_HOME (``share``: against their MLflow)."""
     if args.command == "run":
         return run(args)
     if args.command == "share":

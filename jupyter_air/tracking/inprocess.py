@@ -7,8 +7,9 @@ scheme), or while the embedded server of ``AIR_HOME`` is still starting. Imports
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from jupyter_air.tracking.entities import Experiment, Metric, Run, RunData, RunInfo, TrackingError
 
@@ -39,11 +40,10 @@ def _experiment(experiment) -> Experiment:
 
 
 class InProcessTracking:
-    """Runs and experiments through an ``MlflowClient`` on ``uri`` (its store prepared once per process)."""
+    """Runs and experiments through the ``MlflowClient`` that ``client(uri)`` makes
+    (:func:`jupyter_air.tracking.store.client`: its store prepared once per process)."""
 
-    def __init__(self, uri: str):
-        from jupyter_air.tracking.store import client
-
+    def __init__(self, uri: str, client: Callable[[str], Any]):
         self.origin = uri
         with _in_mlflow_words():
             self._client = client(uri)

@@ -190,8 +190,9 @@ class ManagedRun:
             if path.is_file() and not self.client.log_artifact(self.run_id, path, artifact_path):
                 # an artifact store only MLflow's client reaches (S3 and the like)
                 from jupyter_air.tracking.inprocess import InProcessTracking
+                from jupyter_air.tracking.store import client
 
-                InProcessTracking(self.tracking_uri).log_artifact(self.run_id, path, artifact_path)
+                InProcessTracking(self.tracking_uri, client).log_artifact(self.run_id, path, artifact_path)
 
     def end(self, status: str, error: str | None = None) -> None:
         """Take the last system-metrics sample, then set the final status (once set, later calls do nothing; a

@@ -139,14 +139,14 @@ def tracker(uri: str | None = None):
         embedded = uri == resident.embedded_uri()
         if embedded and not sqlite_path(uri).is_file():
             # A brand-new store: created here first, so that its server's start does not compete with that.
-            tracking = InProcessTracking(uri)
+            tracking = InProcessTracking(uri, client)
             resident.ensure(uri)
             return tracking
         server = resident.ensure(uri) if embedded else resident.find(uri)
         if server is not None and server.answers():
             return EmbeddedTracking(RestTracking.unix(pathlib.Path(server.socket)), uri)
         if embedded:
-            return InProcessTracking(uri)  # the server starts meanwhile, for the next calls
+            return InProcessTracking(uri, client)  # the server starts meanwhile, for the next calls
     if uri not in _said:
         _said.add(uri)
         why = (
@@ -159,7 +159,7 @@ def tracker(uri: str | None = None):
             "seconds): %s.",
             why,
         )
-    return InProcessTracking(uri)
+    return InProcessTracking(uri, client)
 
 
 class EmbeddedTracking:
@@ -189,7 +189,7 @@ class EmbeddedTracking:
             if self._uri == resident.embedded_uri():
                 log.info("jupyter_air: AIR_HOME's MLflow server is gone; starting it again.")
                 resident.ensure(self._uri)
-            self._active = InProcessTracking(self._uri)
+            self._active = InProcessTracking(self._uri, client)
             return getattr(self._active, name)(*args, **kwargs)
 
         return call

@@ -3,29 +3,24 @@
 It is a child subreaper, so what a rank starts stays below it even when it leaves its session and clears
 its environment (``setsid env -i ...``); on SIGTERM (the kernel's Stop, timeout or interrupt, or its fork
 server ending) it stops them all, and when the agent returns it stops whatever is left. How the launch
-ended goes to ``outcome.json`` in the call's folder, which the kernel reads without importing torch.
+ended goes to the call's folder (:mod:`~jupyter_air.training.call_outcome`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 from pathlib import Path
 
 from jupyter_air import procs
-
-#: File of the call's folder that says how the launch ended.
-OUTCOME = "outcome.json"
-#: Environment variable naming a rank's expected parent, the call process (ranks die with it).
-PARENT_ENV = "AIR_CALL_PROCESS"
+from jupyter_air.training.call_outcome import write_outcome
+from jupyter_air.training.launch import CALL_ID_ENV, PARENT_ENV, NodePlace, launch_config
+from jupyter_air.training.worker import run_rank
 
 
 def run(request: dict) -> int:
     """Run the call described by ``request`` (``id``, ``folder``, ``place``); the process's exit code."""
-    from jupyter_air.training.launch import CALL_ID_ENV, NodePlace
-
     folder = Path(request["folder"])
     place = NodePlace(**request["place"])
     procs.set_name(os.path.basename(sys.executable))  # not its fork server's name (which may name its owner)
@@ -44,18 +39,13 @@ def run(request: dict) -> int:
     tree.stop()  # what the ranks left running: daemons, adopted orphans
     if stopped:
         outcome["stopped"] = True
-    staging = folder / (OUTCOME + ".tmp")
-    staging.write_text(json.dumps(outcome))
-    os.replace(staging, folder / OUTCOME)
+    write_outcome(folder, outcome)
     return 0
 
 
 def _launch(folder: Path, place) -> dict:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
-
-    from jupyter_air.training.launch import launch_config
-    from jupyter_air.training.worker import run_rank
 
     try:
         elastic_launch(launch_config(place, folder), run_rank)(str(folder))
@@ -70,11 +60,3 @@ def _launch(folder: Path, place) -> dict:
     except BaseException as exc:  # noqa: BLE001 - any other end of the launch is reported to the kernel
         return {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
     return {"status": "ok"}
-
-
-def read_outcome(folder: Path) -> dict | None:
-    """The call's outcome, or None while (or when) the call process has written none."""
-    try:
-        return json.loads((folder / OUTCOME).read_text())
-    except FileNotFoundError:
-        return None

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_air.home import private_dir
+from jupyter_air.training.call_outcome import OUTCOME, write_outcome
 from jupyter_air.training.errors import DistributedError
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.workloads.logs import LogWriter
@@ -25,8 +26,8 @@ from jupyter_air.workloads.runners import AttemptContext, reserve_gpus
 
 #: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
 PAYLOAD, CONTEXT = "payload.pkl", "context.json"
-#: The folder of the results (``rank_<n>.pkl``) and the file saying how the last attempt ended.
-RESULTS, OUTCOME = "results", "outcome.json"
+#: The folder of the results (``rank_<n>.pkl``); how the last attempt ended is in the job folder's :data:`OUTCOME`.
+RESULTS = "results"
 #: Most bytes of pickled results a call keeps for the kernel; bigger results belong in the run's artifacts.
 MAX_RESULT_BYTES = 100 << 20
 #: Days the results of an ended call are kept in its job's folder before the server's check deletes them.
@@ -161,21 +162,15 @@ class CallRunner:
         folder = private_dir(self.context.job_dir / RESULTS)
         for rank, blob in enumerate(data):
             (folder / f"rank_{rank}.pkl").write_bytes(blob)
-        _write_outcome(self.context.job_dir, {"status": "ok", "ranks": len(data)})
+        write_outcome(self.context.job_dir, {"status": "ok", "ranks": len(data)})
 
     def _keep_failure(self, err: DistributedError) -> None:
         fields = ("rank", "node", "exitcode", "exception_type", "exception_message", "worker_traceback")
         failure = {name: getattr(err, name) for name in fields}
         failures = {str(rank): text for rank, text in err.failures.items()}
         outcome = {"status": "failed", "message": err.args[0], **failure, "failures": failures}
-        _write_outcome(self.context.job_dir, outcome)
+        write_outcome(self.context.job_dir, outcome)
         self.problem = f"DistributedError: {err.args[0]}"
-
-
-def _write_outcome(job_dir: Path, outcome: dict) -> None:
-    staging = job_dir / (OUTCOME + ".tmp")
-    staging.write_text(json.dumps(outcome))
-    os.replace(staging, job_dir / OUTCOME)
 
 
 def forget_old_results(jobs_dir: Path, days: float = RESULT_DAYS) -> list[Path]:

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 
 from jupyter_air.tracking.naming import call_logs_folder
-from jupyter_air.training.call_process import read_outcome
+from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
 from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.pickling import culprit, dumps
@@ -30,6 +30,8 @@ START_METHOD = "fork"
 _STOP_DEADLINE_SECONDS = 15.0
 #: Environment variable every process of a call inherits (ranks' children and daemons included).
 CALL_ID_ENV = "AIR_CALL_ID"
+#: Environment variable naming a rank's expected parent, the call's process (ranks die with it).
+PARENT_ENV = "AIR_CALL_PROCESS"
 #: Collective libraries' socket interface variables: set to the interface of the node's address unless the
 #: user chose one (loopback on one node).
 _INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")

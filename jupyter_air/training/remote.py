@@ -19,7 +19,8 @@ from jupyter_air.run_card.card import RunCard, card_mode
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.tracking.naming import GPUS_TAG, JOB_TAG, REMOTE_TAG, WORLD_SIZE_TAG
 from jupyter_air.training import runs
-from jupyter_air.training.call_runner import CONTEXT, OUTCOME, PAYLOAD, RESULTS
+from jupyter_air.training.call_outcome import read_outcome
+from jupyter_air.training.call_runner import CONTEXT, PAYLOAD, RESULTS
 from jupyter_air.training.errors import CallDetached, DistributedError
 from jupyter_air.training.launch import call_context, pack, world_size_for
 from jupyter_air.training.options import RunOptions
@@ -201,9 +202,8 @@ def _outcome(jobs, job) -> tuple[list | None, DistributedError | None]:
     import cloudpickle
 
     folder = jobs.home / "jobs" / job.job_run_id
-    try:
-        outcome = json.loads((folder / OUTCOME).read_text())
-    except FileNotFoundError:
+    outcome = read_outcome(folder)
+    if outcome is None:
         return None, DistributedError(f"job {job.job_run_id} ended {job.status}: {job.error or 'no result'}")
     if outcome["status"] != "ok":
         fields = ("rank", "node", "exitcode", "exception_type", "exception_message", "worker_traceback")

@@ -22,8 +22,9 @@ from jupyter_air.home import open_private
 from jupyter_air.tracking.naming import EXPERIMENT_TAG, JOB_TAG, USER_TAG
 
 from . import ray_jobs
+from .kinds import runner_check, runner_for
 from .records import Job, attempt_marker, now_ms
-from .runners import AttemptContext, AttemptRunner, runner_check, runner_for
+from .runners import AttemptContext, AttemptRunner
 from .store import JobStore
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
@@ -37,7 +38,7 @@ class Executor(ABC):
     """What a backend must do for the `air` commands and for the supervisor of each job."""
 
     name: str
-    #: Where attempts run: ``local`` (this machine) or ``ray`` (nodes of a Ray cluster); see ``runners.RUNNERS``.
+    #: Where attempts run: ``local`` (this machine) or ``ray`` (nodes of a Ray cluster); see ``kinds.RUNNERS``.
     place: str
 
     def runner(self, context: AttemptContext) -> AttemptRunner:

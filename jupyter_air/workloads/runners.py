@@ -1,11 +1,10 @@
 """What runs one attempt, for the supervisor: a small strategy per kind of work and place.
 
 The supervisor knows neither what an attempt runs nor where: it asks the executor's runner (an
-:class:`AttemptRunner`, looked up in :data:`RUNNERS` by the workload's ``kind`` and the executor's place) to
-place it, start it once its MLflow run exists, wait for it, stop it and finish it. A workload's ``kind`` is
-``command`` (a shell command: :class:`LocalNodes` here, :class:`~jupyter_air.workloads.ray_nodes.RayNodes` on
-Ray nodes); another kind plugs in with a runner class per place (and, if it can tell, a ``check(spec)`` of why it
-cannot run there, asked before the job is created).
+:class:`AttemptRunner`, which :mod:`~jupyter_air.workloads.kinds` names for the workload's ``kind`` and the
+executor's place) to place it, start it once its MLflow run exists, wait for it, stop it and finish it. A command
+here is :class:`LocalNodes`; another kind plugs in with a runner class per place (and, if it can tell, a
+``check(spec)`` of why it cannot run there, asked before the job is created).
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ from .store import JobStore
 
 #: Seconds between checks for free GPUs while a job waits for its reservation.
 GPU_WAIT_POLL_SECONDS = 2.0
-#: The kind of work of a workload that does not name one.
-DEFAULT_KIND = "command"
 
 
 @dataclass(frozen=True)
@@ -159,40 +156,3 @@ def reserve_gpus(context: AttemptContext, cancel: threading.Event, note: Callabl
         note(f"waiting for {count} free GPU(s) held by other jobs")
         cancel.wait(GPU_WAIT_POLL_SECONDS)
     return None
-
-
-def _ray_nodes(context: AttemptContext):
-    from .ray_nodes import RayNodes
-
-    return RayNodes(context.spec, context.job_dir, context.attempt, context.marker, context.umask)
-
-
-def _call(place: str) -> Callable[[AttemptContext], AttemptRunner]:
-    def runner(context: AttemptContext) -> AttemptRunner:
-        from jupyter_air.training.call_runner import CallRunner
-
-        return CallRunner(context, place)
-
-    return runner
-
-
-#: ``{kind: {place: runner factory}}``; the places are ``local`` (this machine) and ``ray`` (nodes of a cluster).
-#: ``call`` is a notebook's ``.distributed(remote=True)`` (:mod:`~jupyter_air.training.call_runner`).
-RUNNERS: dict[str, dict[str, Callable[[AttemptContext], AttemptRunner]]] = {
-    DEFAULT_KIND: {"local": LocalNodes, "ray": _ray_nodes},
-    "call": {"local": _call("local"), "ray": _call("ray")},
-}
-
-
-def runner_for(context: AttemptContext, place: str) -> AttemptRunner:
-    """The runner of the attempt's kind of work at ``place``."""
-    kind = context.spec.get("kind", DEFAULT_KIND)
-    return RUNNERS[kind][place](context)
-
-
-def runner_check(spec: dict, place: str) -> str | None:
-    """Why a workload cannot run at ``place`` (``field: why``), from its runner's ``check(spec)`` if it has one
-    (a command on this machine: its program; Ray nodes have their own programs)."""
-    runner = RUNNERS[spec.get("kind", DEFAULT_KIND)][place]
-    check = getattr(runner, "check", None)
-    return check(spec) if check else None

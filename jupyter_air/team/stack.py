@@ -25,7 +25,8 @@ USERS, ADMIN = ("alice", "bob", "carol"), "hubadmin"
 CONFIG = """
 c = get_config()  # noqa
 # The hub gets SIGTERM (and stops its proxy, the service and users' servers) when its starter ends, however it ends
-__import__("jupyter_air.procs").procs.die_with_parent({starter})
+from jupyter_air.procs import die_with_parent
+die_with_parent({starter})
 c.JupyterHub.ip = "127.0.0.1"
 c.JupyterHub.port = {port}
 c.JupyterHub.hub_ip = "127.0.0.1"

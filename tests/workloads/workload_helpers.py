@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -90,9 +91,12 @@ class Air:
         deadline = time.monotonic() + timeout
         while (left := self.processes()) and time.monotonic() < deadline:
             time.sleep(0.2)
+        described = []
         for proc in left:
-            proc.kill()
-        assert not left, f"processes left behind: {[p.cmdline() for p in left if p.is_running()]}"
+            with contextlib.suppress(psutil.Error):  # said before it is killed: a zombie has no command line
+                described.append(proc.cmdline())
+                proc.kill()
+        assert not left, f"processes left behind: {described}"
 
 
 def write_workload(folder: Path, name: str = "workload.yaml", **fields) -> Path:

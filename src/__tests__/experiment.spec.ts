@@ -25,6 +25,7 @@ beforeEach(() => {
 afterEach(() => {
   model?.dispose();
   vi.useRealTimers();
+  vi.restoreAllMocks();
 });
 
 describe('ExperimentModel', () => {
@@ -268,6 +269,9 @@ describe('ExperimentModel', () => {
   });
 
   it('shows a failing server and backs off', async () => {
+    // Given back-off delays drawn at mid-range (they are random between the interval and three times the
+    // previous delay: drawn low several times in a row, they kept the polls near one a second)
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
     server.runs.set(NOTEBOOK, [makeRun('live', T0, 'RUNNING')]);
     makeModel({ pollIntervalSeconds: 1, inactivityTimeoutSeconds: 10_000 });
     model.notebookPath = NOTEBOOK;

@@ -46,9 +46,10 @@ def all_reduce_with_node_facts():
 
 
 def no_leftovers(timeout: float = 20.0) -> list:
-    """Processes a node actor started, its guard, or a training actor, still alive after a bounded wait."""
+    """Processes a node actor started, its guard, or a training actor, still alive after a bounded wait (Ray kills
+    an actor asynchronously: its process may outlive the call's end by a moment)."""
     deadline = time.monotonic() + timeout
-    while (left := agent_processes()) and time.monotonic() < deadline:
+    while (left := agent_processes() + actor_processes("TrainingAgent")) and time.monotonic() < deadline:
         time.sleep(0.2)
     return left
 

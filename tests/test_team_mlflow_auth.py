@@ -1,6 +1,7 @@
 """Hub users are MLflow users without a second password: a real `mlflow server --app-name basic-auth` whose
 authorization function takes JupyterHub tokens (`jupyter_air.team.mlflow_auth`), against a real hub on 127.0.0.1.
-alice makes an experiment with her hub token, bob cannot read it until alice shares it with `air share`. The hub's
+alice makes an experiment with her hub token, and her notebook's distributed call tracks into her default experiment
+as her; bob reads neither until alice shares it with `air share`. The hub's
 air-jobs service, tracking there as its admin, logs a user's job only to an experiment they may log to."""
 
 from __future__ import annotations
@@ -13,14 +14,20 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
+from urllib.parse import quote
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
+from notebook_helpers import outputs_text
 from tracking_servers import auth_tracking_server
 
 from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.team.stack import Hub, free_port
 from jupyter_air.tracking.sharing import HUB_TOKENS
 
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
 ADMIN_PASSWORD = "admin-password-7d1"
 EXPERIMENT = "/Shared/team/resnet"
 
@@ -160,3 +167,90 @@ def test_the_job_service_logs_a_users_job_only_to_an_experiment_they_may_log_to(
         bob.grant(bobs["job_run_id"], "carol", None, "CAN_VIEW")
     assert bob.permissions(bobs["job_run_id"])["grants"] == []
     assert rest(uri, f"Bearer {tokens['carol']}", "GET", run) == 403
+
+
+def test_alices_notebook_call_tracks_as_her_and_bob_reads_it_only_once_shared(stack, tmp_path, monkeypatch):
+    uri, tokens, _ = stack
+    alice, bob = (f"Bearer {tokens[user]}" for user in ("alice", "bob"))
+    # Given alice's kernel as her hub server starts it: her name, the team's server, her hub token as MLflow token
+    for name in [n for n in os.environ if n.startswith("MLFLOW_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    monkeypatch.setenv("JPY_SESSION_NAME", "work/churn model.ipynb")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", tokens["alice"])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")])))
+    remote = (
+        "from jupyter_air import distributed\n"
+        "@distributed(gpus=2)\n"
+        "def evaluate(scale):\n"
+        "    import os, mlflow\n"
+        "    mlflow.log_metric('eval_ratio', 0.5)\n"
+        "    return int(os.environ['RANK']) * scale\n"
+        "evaluate.distributed(10, remote=True)"
+    )
+    cell = "%%air_distributed --gpus 2\nimport mlflow\nmlflow.log_metric('loss_ratio', 0.25)"
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(s) for s in ("%load_ext jupyter_air", cell, remote)]
+    )
+
+    # When her notebook's distributed cell runs on two ranks, and then a remote call (a job of her own AIR_HOME)
+    NotebookClient(
+        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+
+    # Then both runs are in her default experiment, FINISHED with the ranks' metrics (and logs), made as her
+    assert "finished" in outputs_text(notebook.cells[1]), outputs_text(notebook.cells[1])
+    experiment = "/Users/alice/churn model"
+    assert notebook.cells[2].outputs[-1]["data"]["text/plain"] == "[0, 10]", outputs_text(notebook.cells[2])
+    remote_run, run = runs(uri, alice, experiment)  # newest first
+    assert run["info"]["status"] == "FINISHED" and run["info"]["user_id"] == "alice"
+    assert remote_run["info"]["status"] == "FINISHED" and remote_run["info"]["user_id"] == "alice"
+    assert {m["key"] for m in remote_run["data"]["metrics"]} >= {"eval_ratio"}
+    assert {m["key"] for m in run["data"]["metrics"]} >= {"loss_ratio"}
+    ranks = ["logs/node_0/rank_0.log", "logs/node_0/rank_1.log"]
+    assert artifacts(uri, alice, run["info"]["run_id"]) == ranks
+    # And bob neither finds the experiment nor reads a run, until alice shares it with him
+    assert experiment not in names(uri, bob)
+    assert rest(uri, bob, "GET", f"/api/2.0/mlflow/runs/get?run_id={run['info']['run_id']}") == 403
+    share_as(uri, tokens["alice"], experiment, "bob", "READ")
+    assert experiment in names(uri, bob)
+    assert [r["info"]["run_id"] for r in runs(uri, bob, experiment)] == [
+        remote_run["info"]["run_id"],
+        run["info"]["run_id"],
+    ]
+    assert artifacts(uri, bob, run["info"]["run_id"]) == ranks
+
+
+def runs(uri: str, auth: str, experiment: str) -> list[dict]:
+    """The runs of ``experiment`` as ``auth`` reads them."""
+    found = get(uri, auth, f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={quote(experiment)}")
+    body = {"experiment_ids": [found["experiment"]["experiment_id"]]}
+    request = urllib.request.Request(
+        uri + "/api/2.0/mlflow/runs/search",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": auth, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.load(answer).get("runs", [])
+
+
+def artifacts(uri: str, auth: str, run_id: str) -> list[str]:
+    """The paths of the run's artifacts, two levels deep, as ``auth`` lists them through the server."""
+    paths, folders = [], [""]
+    for _ in range(3):
+        found = []
+        for folder in folders:
+            listed = get(uri, auth, f"/api/2.0/mlflow/artifacts/list?run_id={run_id}&path={quote(folder)}")
+            for entry in listed.get("files", []):
+                (found if entry["is_dir"] else paths).append(entry["path"])
+        folders = found
+    return sorted(paths)
+
+
+def get(uri: str, auth: str, path: str) -> dict:
+    request = urllib.request.Request(uri + path, headers={"Authorization": auth})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.load(answer)

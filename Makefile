@@ -101,8 +101,13 @@ test-dist: install
 lint-js:
 	jlpm lint:check
 
+# The servers keep their state (AIR_HOMEs, stores, the team's hub, Galata's folders) in one new temp folder:
+# removed after a passing run, kept (and named) after a failing one.
 test-ui:
-	cd ui-tests && jlpm install && jlpm test
+	cd ui-tests && jlpm install
+	cd ui-tests && root=$$(mktemp -d -t jupyter-air-ui-XXXXXX) && \
+	  if JUPYTER_AIR_UI_ROOT=$$root jlpm test; then rm -rf $$root; \
+	  else echo "the browser tests' servers left their state in $$root"; exit 1; fi
 
 # Baselines, not dependencies of jupyter_air: Ray Train for bench_cluster, jupyter-resource-usage for bench_polls.
 bench: install

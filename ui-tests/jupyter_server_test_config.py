@@ -4,10 +4,17 @@ import atexit
 import os
 import pathlib
 import sys
+import tempfile
 
 from jupyterlab.galata import configure_jupyter_server
 
+# Galata's folders (the served root, the workspaces, the terminal's rc file) go into the test session's folder,
+# which `make test-ui` removes after a passing run, not loose into the system's temp folder.
+if os.environ.get("JUPYTER_AIR_UI_ROOT"):
+    tempfile.tempdir = os.path.join(os.environ["JUPYTER_AIR_UI_ROOT"], "galata")
+    os.makedirs(tempfile.tempdir, mode=0o700, exist_ok=True)
 configure_jupyter_server(c)  # noqa: F821 (c is the config object Jupyter passes in)
+tempfile.tempdir = None
 
 # Each Playwright project starts its own server on its own fixed port (see playwright.config.ts).
 c.ServerApp.port = int(os.environ.get("JUPYTER_AIR_UI_PORT", "8891"))  # noqa: F821

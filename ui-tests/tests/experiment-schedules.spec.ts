@@ -5,10 +5,9 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 
-import { EXPERIMENT_AIR_HOME } from '../playwright.config';
+import { EXPERIMENT_AIR_HOME, UI_ROOT } from '../playwright.config';
 import { airCommand } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
@@ -31,7 +30,7 @@ test('lists a schedule from a terminal, pauses and resumes it, and runs it now o
   await page.locator(LEFT_TAB).click();
   const panel = page.locator(EXPERIMENT_PANEL);
   await expect(panel).toBeVisible();
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-schedule-'));
+  const folder = fs.mkdtempSync(path.join(UI_ROOT, 'schedule-'));
   fs.writeFileSync(path.join(folder, 'nightly.yaml'), NIGHTLY);
   airCommand(EXPERIMENT_AIR_HOME, folder, 'run', '-f', 'nightly.yaml');
   const air = (...args: string[]) =>
@@ -115,7 +114,7 @@ test('Run workload… on a file with a schedule records it, says so, and lists i
   // And the Experiment panel lists it, paused, and no job started
   const row = page.locator(`${EXPERIMENT_PANEL} .jp-Air-schedule[data-schedule="${name}"]`);
   await expect(row).toHaveAttribute('data-status', 'PAUSED', { timeout: 30_000 });
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-schedule-'));
+  const folder = fs.mkdtempSync(path.join(UI_ROOT, 'schedule-'));
   const listed = JSON.parse(
     airCommand(EXPERIMENT_AIR_HOME, folder, 'list', '--all-status', '-o', 'json')
   );

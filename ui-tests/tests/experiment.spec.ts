@@ -5,10 +5,9 @@
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 import type { Page } from '@playwright/test';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
 
-import { EXPERIMENT_AIR_HOME } from '../playwright.config';
+import { EXPERIMENT_AIR_HOME, UI_ROOT } from '../playwright.config';
 import { airCommand } from './helpers';
 import { openNotebook } from './helpers';
 
@@ -178,7 +177,7 @@ test.describe('Experiment panel', () => {
       .screenshot({ path: testInfo.outputPath('left-sidebar-tabs.png') });
 
     // When a job of a long-named experiment is started from a terminal
-    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-air-ui-terminal-'));
+    const folder = fs.mkdtempSync(path.join(UI_ROOT, 'terminal-'));
     const experiment = 'terminal-started-resnet50-imagenet-ablation-warmup-cosine';
     fs.writeFileSync(
       path.join(folder, 'workload.yaml'),

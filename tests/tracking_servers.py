@@ -35,6 +35,7 @@ class TrackingServer:
         command += ["--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}", "--serve-artifacts"]
         command += ["--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1"]
         command += ["--port", self.uri.rsplit(":", 1)[1]]
+        env = {**(os.environ if env is None else env), "TMPDIR": str(folder)}  # its temp files stay in folder
         with open(folder / "server.log", "wb") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

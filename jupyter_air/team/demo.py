@@ -45,6 +45,7 @@ def start_mlflow(folder: Path, port: int, hub: Hub, admin_password: str) -> subp
         MLFLOW_FLASK_SERVER_SECRET_KEY=secrets.token_hex(16),
         JUPYTERHUB_API_URL=f"{hub.url}/hub/api",
         JUPYTERHUB_API_TOKEN=hub.mlflow_token,
+        TMPDIR=str(folder),  # MLflow's upload copies and database lock files stay in the stack's private folder
     )
     command = [sys.executable, "-m", "mlflow", "server", "--app-name", "basic-auth", "--workers", "1"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--serve-artifacts"]

@@ -96,13 +96,19 @@ def runs_of(store):
 
 
 @pytest.fixture
-def artifact_text(store):
-    """The text of one artifact of a run."""
+def artifact_text(store, tmp_path):
+    """The text of one artifact of a run (downloaded into the test's folder: MLflow's default is a new temp folder
+    that nothing removes)."""
+    import tempfile
+
     import mlflow.artifacts
 
     def read(run_id: str, path: str) -> str:
         local = mlflow.artifacts.download_artifacts(
-            run_id=run_id, artifact_path=path, tracking_uri=os.environ["MLFLOW_TRACKING_URI"]
+            run_id=run_id,
+            artifact_path=path,
+            tracking_uri=os.environ["MLFLOW_TRACKING_URI"],
+            dst_path=tempfile.mkdtemp(dir=tmp_path),
         )
         return pathlib.Path(local).read_text()
 

@@ -72,7 +72,7 @@ def finished(module_air, tmp_path_factory):
     }
 
 
-def test_a_workload_that_succeeds(finished, module_air, mlflow_client):
+def test_a_workload_that_succeeds(finished, module_air, mlflow_client, tmp_path):
     # Given a workload submitted with --watch -o json
     summary, *log_lines = finished["watch_lines"]
 
@@ -113,7 +113,7 @@ def test_a_workload_that_succeeds(finished, module_air, mlflow_client):
     assert "system/cpu_utilization_percentage" in run.data.metrics
 
     # And its output was uploaded as an artifact, identical to what `air logs` shows
-    local = mlflow_client.download_artifacts(run_id, "logs/attempt_0/node_0/output.log")
+    local = mlflow_client.download_artifacts(run_id, "logs/attempt_0/node_0/output.log", str(tmp_path))
     with open(local) as f:
         assert f.read().splitlines() == module_air("logs", job["job_run_id"], check=True).stdout.splitlines()
 

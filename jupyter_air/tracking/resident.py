@@ -219,7 +219,7 @@ def _spawn(uri: str, record: Path) -> Server:
         AIR_HOME=str(home),
         MLFLOW_TRACKING_URI=uri,
         MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",  # MLflow's GenAI job runner: processes the UI does not need
-        TMPDIR=str(folder),  # MLflow's upload copies and lock files: owner-only, and gone with the folder
+        TMPDIR=str(folder),  # MLflow's copies of uploads in progress: owner-only, and gone with the folder
         **{IDLE_ENV: str(idle_seconds())},
     )
     command = [sys.executable, "-m", "jupyter_air.tracking.ui_server", str(socket), uri, str(record)]

@@ -66,16 +66,22 @@ def rest(uri: str, auth: str, method: str, path: str, body: dict | None = None) 
         return err.code
 
 
-def names(uri: str, auth: str) -> set[str]:
-    """The experiments a search as ``auth`` finds (MLflow's authentication app filters them by permission)."""
+def answer(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> dict:
+    """The JSON answer of MLflow's REST API to a request as ``auth``."""
     request = urllib.request.Request(
-        uri + "/api/2.0/mlflow/experiments/search",
-        data=json.dumps({"max_results": 1000}).encode(),
-        method="POST",
+        uri + path,
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
         headers={"Authorization": auth, "Content-Type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return {e["name"] for e in json.load(answer).get("experiments", [])}
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.load(response)
+
+
+def names(uri: str, auth: str) -> set[str]:
+    """The experiments a search as ``auth`` finds (MLflow's authentication app filters them by permission)."""
+    found = answer(uri, auth, "POST", "/api/2.0/mlflow/experiments/search", {"max_results": 1000})
+    return {e["name"] for e in found.get("experiments", [])}
 
 
 def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
@@ -225,32 +231,20 @@ def test_alices_notebook_call_tracks_as_her_and_bob_reads_it_only_once_shared(st
 
 def runs(uri: str, auth: str, experiment: str) -> list[dict]:
     """The runs of ``experiment`` as ``auth`` reads them."""
-    found = get(uri, auth, f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={quote(experiment)}")
-    body = {"experiment_ids": [found["experiment"]["experiment_id"]]}
-    request = urllib.request.Request(
-        uri + "/api/2.0/mlflow/runs/search",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": auth, "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.load(answer).get("runs", [])
+    path = f"/api/2.0/mlflow/experiments/get-by-name?experiment_name={quote(experiment)}"
+    found = answer(uri, auth, "GET", path)["experiment"]
+    body = {"experiment_ids": [found["experiment_id"]]}
+    return answer(uri, auth, "POST", "/api/2.0/mlflow/runs/search", body).get("runs", [])
 
 
 def artifacts(uri: str, auth: str, run_id: str) -> list[str]:
-    """The paths of the run's artifacts, two levels deep, as ``auth`` lists them through the server."""
+    """The paths of the run's artifact files, up to three folders deep, as ``auth`` lists them through the server."""
     paths, folders = [], [""]
     for _ in range(3):
         found = []
         for folder in folders:
-            listed = get(uri, auth, f"/api/2.0/mlflow/artifacts/list?run_id={run_id}&path={quote(folder)}")
-            for entry in listed.get("files", []):
+            path = f"/api/2.0/mlflow/artifacts/list?run_id={run_id}&path={quote(folder)}"
+            for entry in answer(uri, auth, "GET", path).get("files", []):
                 (found if entry["is_dir"] else paths).append(entry["path"])
         folders = found
     return sorted(paths)
-
-
-def get(uri: str, auth: str, path: str) -> dict:
-    request = urllib.request.Request(uri + path, headers={"Authorization": auth})
-    with urllib.request.urlopen(request, timeout=60) as answer:
-        return json.load(answer)

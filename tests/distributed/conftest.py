@@ -99,8 +99,6 @@ def runs_of(store):
 def artifact_text(store, tmp_path):
     """The text of one artifact of a run (downloaded into the test's folder: MLflow's default is a new temp folder
     that nothing removes)."""
-    import tempfile
-
     import mlflow.artifacts
 
     def read(run_id: str, path: str) -> str:
@@ -108,7 +106,7 @@ def artifact_text(store, tmp_path):
             run_id=run_id,
             artifact_path=path,
             tracking_uri=os.environ["MLFLOW_TRACKING_URI"],
-            dst_path=tempfile.mkdtemp(dir=tmp_path),
+            dst_path=str(tmp_path),
         )
         return pathlib.Path(local).read_text()
 

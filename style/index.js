@@ -1,5 +1,6 @@
 import 'uplot/dist/uPlot.min.css';
 import './base.css';
+import './status.css';
 import './charts.css';
 import './runcard.css';
 import './experiment.css';

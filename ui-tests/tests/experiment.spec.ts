@@ -257,7 +257,9 @@ test.describe('Experiment panel', () => {
     await page.locator('.jp-Dialog .jp-mod-warn', { hasText: 'Cancel job' }).click();
     // Then the job ends CANCELED, its attempt KILLED, and the Logs view has read the whole log
     await expect(job).toHaveAttribute('data-status', 'CANCELED', { timeout: 60_000 });
-    await expect(job.locator('.jp-Air-attempt .jp-Air-status-text-KILLED')).toHaveText('killed');
+    await expect(
+      job.locator('.jp-Air-attempt .jp-Air-status-text.jp-Air-status-KILLED')
+    ).toHaveText('killed');
     await expect(view.locator('.jp-Air-log-state')).toHaveText('complete', { timeout: 30_000 });
     await page
       .locator(`${EXPERIMENT_PANEL} .jp-Air-jobs-section`)

@@ -68,7 +68,7 @@ export function JobList(props: IJobListProps): JSX.Element {
               ) : null}
             </div>
             <div className="jp-Air-run-details">
-              <span className={`jp-Air-run-status jp-Air-status-text-${job.status}`}>
+              <span className={`jp-Air-run-status jp-Air-status-text jp-Air-status-${job.status}`}>
                 {job.status.toLowerCase()}
               </span>
               <span
@@ -162,7 +162,7 @@ function AttemptRow(props: {
         ) : (
           <span>{trans.__('attempt %1', attempt.attempt)}</span>
         )}
-        <span className={`jp-Air-status-text-${attempt.status}`}>
+        <span className={`jp-Air-status-text jp-Air-status-${attempt.status}`}>
           {attempt.status.toLowerCase()}
         </span>
         {nodes.length === 1 ? logs(nodes[0].node, trans.__('Logs')) : null}

@@ -23,7 +23,9 @@ export function LogView(props: ILogViewProps): JSX.Element {
         <span>{attempt}</span>
         <span>{trans.__('node %1', model.node)}</span>
         {model.attemptStatus ? (
-          <span className={`jp-Air-run-status jp-Air-status-text-${model.attemptStatus}`}>
+          <span
+            className={`jp-Air-run-status jp-Air-status-text jp-Air-status-${model.attemptStatus}`}
+          >
             {model.attemptStatus.toLowerCase()}
           </span>
         ) : null}

@@ -92,7 +92,9 @@ function RunRow(props: IRunListProps & { run: IRun }): JSX.Element {
         {source ? <span className="jp-Air-badge jp-Air-source-badge">{source}</span> : null}
       </div>
       <div className="jp-Air-run-details">
-        <span className={`jp-Air-run-status jp-Air-status-text-${run.status}`}>{status}</span>
+        <span className={`jp-Air-run-status jp-Air-status-text jp-Air-status-${run.status}`}>
+          {status}
+        </span>
         <span className="jp-Air-run-duration" title={trans.__('Duration')}>
           {formatElapsed(runDurationMs(run, nowMs))}
         </span>

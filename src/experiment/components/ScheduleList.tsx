@@ -92,7 +92,9 @@ function LastRun(props: { schedule: ISchedule; trans: TranslationBundle }): JSX.
   }
   const url = lastRunUrl(schedule);
   const status = (
-    <span className={`jp-Air-status-text-${job.status}`}>{job.status.toLowerCase()}</span>
+    <span className={`jp-Air-status-text jp-Air-status-${job.status}`}>
+      {job.status.toLowerCase()}
+    </span>
   );
   return (
     <span className="jp-Air-schedule-last" title={trans.__('Job %1', job.job_run_id)}>

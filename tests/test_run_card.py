@@ -12,7 +12,7 @@ from IPython.utils.capture import capture_output
 from jupyter_air.run_card import card as card_module
 from jupyter_air.run_card.card import RunCard, ending_for
 from jupyter_air.run_card.render import card_json, render_html, render_text, spark_path
-from jupyter_air.run_card.state import FAILED, FINISHED, KILLED, CardState, Header
+from jupyter_air.run_card.state import FAILED, FINISHED, KILLED, CardState, Header, RunRef
 from jupyter_air.run_card.widget import WIDGET_VIEW_MIMETYPE
 from jupyter_air.tracking.lifecycle import RunStopped
 from jupyter_air.training.errors import DistributedError
@@ -30,19 +30,17 @@ class Clock:
         return self.now
 
 
+RUN = RunRef(
+    id="abc123",
+    name="baseline",
+    url="/lab/jupyter-air/runs/abc123/open",
+    experiment_name="mnist",
+    experiment_url="/lab/jupyter-air/experiments/1/open",
+)
+
+
 def header(**changes) -> Header:
-    values = {
-        "run_id": "abc123",
-        "run_name": "baseline",
-        "experiment_name": "mnist",
-        "run_url": "/lab/jupyter-air/runs/abc123/open",
-        "experiment_url": "/lab/jupyter-air/experiments/1/open",
-        "kind": "distributed",
-        "world_size": 2,
-        "nodes": 1,
-        "gpus": ("0", "1"),
-        **changes,
-    }
+    values = {"run": RUN, "kind": "distributed", "world_size": 2, "nodes": 1, "gpus": ("0", "1"), **changes}
     return Header(**values)
 
 
@@ -175,10 +173,13 @@ def test_names_and_links_are_escaped():
     # Given a run whose experiment and run names and link carry markup
     state = CardState(
         header(
-            experiment_name=HOSTILE,
-            run_name="<img src=x onerror=alert(2)>",
-            run_url='/mlflow/#/experiments/1/runs/abc"><script>',
-            experiment_url=None,
+            run=RunRef(
+                id="abc123",
+                name="<img src=x onerror=alert(2)>",
+                url='/mlflow/#/experiments/1/runs/abc"><script>',
+                experiment_name=HOSTILE,
+                experiment_url=None,
+            )
         ),
         clock=Clock(),
     )

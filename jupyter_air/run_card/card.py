@@ -17,7 +17,7 @@ import time
 from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.render import card_json, render_html, render_text
-from jupyter_air.run_card.state import KILLED, CardState, Failure, Header
+from jupyter_air.run_card.state import KILLED, CardState, Failure, Header, RunRef
 from jupyter_air.tracking.lifecycle import status_for
 
 log = logging.getLogger(__name__)
@@ -50,36 +50,20 @@ def gpus_in_use(count: int) -> tuple[str, ...]:
 
 def header_for(run, *, kind: str, world_size: int, gpus: int, nodes: int = 1) -> Header:
     """The card's fixed part for a described :class:`~jupyter_air.tracking.lifecycle.ManagedRun`."""
-    return Header(
-        run_id=run.run_id,
-        run_name=run.run_name,
-        experiment_name=run.experiment_name,
-        run_url=run.url,
-        experiment_url=run.experiment_url,
-        kind=kind,
-        world_size=world_size,
-        nodes=nodes,
-        gpus=gpus_in_use(gpus),
-    )
+    described = RunRef(run.run_id, run.run_name, run.url, run.experiment_name, run.experiment_url)
+    return Header(run=described, kind=kind, world_size=world_size, nodes=nodes, gpus=gpus_in_use(gpus))
 
 
 def header_from_run(tracking, run_id: str, *, world_size: int, gpus: int, nodes: int = 1) -> Header:
     """The card's fixed part for a run created elsewhere (a job's), read from the tracking store."""
-    from types import SimpleNamespace
-
     from jupyter_air.tracking.links import links
 
-    run = tracking.get_run(run_id)
-    experiment_id = run.info.experiment_id
-    found = links(experiment_id, run_id)
-    described = SimpleNamespace(
-        run_id=run_id,
-        run_name=run.info.run_name,
-        experiment_name=tracking.get_experiment(experiment_id).name,
-        url=found.run,
-        experiment_url=found.experiment,
-    )
-    return header_for(described, kind="distributed", world_size=world_size, gpus=gpus // max(nodes, 1), nodes=nodes)
+    info = tracking.get_run(run_id).info
+    found = links(info.experiment_id, run_id)
+    experiment = tracking.get_experiment(info.experiment_id).name
+    described = RunRef(run_id, info.run_name, found.run, experiment, found.experiment)
+    per_node = gpus_in_use(gpus // max(nodes, 1))
+    return Header(run=described, kind="distributed", world_size=world_size, nodes=nodes, gpus=per_node)
 
 
 def ending_for(exc: BaseException | None, nodes: int = 1) -> tuple[str | None, Failure | None]:
@@ -216,7 +200,7 @@ class RunCard:
         try:
             metrics = self._reader.read()
         except Exception:  # an unreachable store must not break the cell; the next read retries
-            log.debug("reading the metrics of run %s failed", self.state.header.run_id, exc_info=True)
+            log.debug("reading the metrics of run %s failed", self.state.header.run.id, exc_info=True)
             return
         with self._lock:
             self.state.set_metrics(metrics, self._reader.energy)

@@ -50,13 +50,7 @@ def card_json(state: CardState) -> dict:
     h = state.header
     failure = state.failure
     return {
-        "run": {
-            "id": h.run_id,
-            "name": h.run_name,
-            "url": h.run_url,
-            "experiment_name": h.experiment_name,
-            "experiment_url": h.experiment_url,
-        },
+        "run": vars(h.run).copy(),
         "kind": h.kind,
         "world_size": h.world_size,
         "nodes": h.nodes,

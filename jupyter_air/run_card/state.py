@@ -48,18 +48,25 @@ class Energy:
 
 
 @dataclass(frozen=True)
+class RunRef:
+    """The card's run and experiment, and their links (None where there is no UI to open them in)."""
+
+    id: str
+    name: str
+    url: str | None
+    experiment_name: str
+    experiment_url: str | None
+
+
+@dataclass(frozen=True)
 class Header:
     """The run and where it runs: fixed for the card's life."""
 
-    run_id: str
-    run_name: str
-    experiment_name: str
-    run_url: str | None
-    experiment_url: str | None
+    run: RunRef
     kind: str  # "distributed": ranks in worker processes; "kernel": the cell runs in the kernel itself
     world_size: int
     nodes: int
-    gpus: tuple[int, ...]
+    gpus: tuple[str, ...]  # as CUDA_VISIBLE_DEVICES names them
 
 
 class CardState:

@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from jupyter_air import procs
+from jupyter_air import procs, scratch
 from jupyter_air.home import air_home, file_lock, open_private, private_dir
 from jupyter_air.tracking.rest import _UnixConnection  # here, not in answers(): a thread's first import can race
 
@@ -35,8 +35,6 @@ DEFAULT_IDLE_SECONDS = 1800.0
 #: Where servers listen: ``<temporary folder>/jupyter-air-mlflow-XXXX/mlflow.sock`` (the folder 0700).
 FOLDER_PREFIX = "jupyter-air-mlflow-"
 SOCKET_NAME = "mlflow.sock"
-#: In each socket folder: ``<pid> <start time>`` of the server listening there (to find folders of dead ones).
-OWNER_NAME = "server.pid"
 #: Seconds after its start from which a live server without its socket file counts as stuck (a cleaner of the
 #: temporary folder removed it), and is replaced: far more than any start takes.
 STUCK_AFTER_SECONDS = 600.0
@@ -186,11 +184,9 @@ def remove_stale_folders() -> list[Path]:
 
 
 def _dead(folder: Path, made: float) -> bool:
-    try:
-        pid, started = (folder / OWNER_NAME).read_text().split()
-        return not procs.is_alive(int(pid), None if started == "None" else float(started))
-    except (OSError, ValueError):
-        pass
+    gone = scratch.owner_gone(folder)
+    if gone is not None:
+        return gone
     # No owner: only a socket that refuses connections tells its server is gone (an earlier version's folder
     # stays empty until its UI starts, which may be hours after its Jupyter server started).
     socket = folder / SOCKET_NAME
@@ -234,7 +230,5 @@ def _spawn(uri: str, record: Path) -> Server:
             start_new_session=True,  # an interrupt of the kernel or the terminal that started it is not for it
         )
     threading.Thread(target=process.wait, name="air-mlflow-server-reaper", daemon=True).start()
-    started = procs.start_time(process.pid)
-    owner = folder / OWNER_NAME
-    owner.write_text(f"{process.pid} {started}")
+    started = scratch.claim(folder, process.pid)  # the server owns its socket folder (found dead by others)
     return Server(process.pid, started, str(socket), uri)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 import uuid
 from pathlib import Path
 
+from jupyter_air import scratch
 from jupyter_air.cluster import node_run
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
@@ -61,7 +61,7 @@ class ClusterCall:
         self.options = options
         self.address = address
         self.nodes = options.nodes
-        self.folder = Path(tempfile.mkdtemp(prefix="air-call-"))
+        self.folder = scratch.make("air-call-")
         self.group: NodeGroup | None = None
         self.work: node_run.NodeRun | None = None
         self.tags: dict[str, str] = {}

@@ -13,10 +13,10 @@ import os
 import pathlib
 import shutil
 import sys
-import tempfile
 import uuid
 from dataclasses import asdict, dataclass, field
 
+from jupyter_air import scratch
 from jupyter_air.tracking.naming import call_logs_folder
 from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
@@ -169,7 +169,7 @@ class Call:
     ):
         self.place = place
         self.id = uuid.uuid4().hex
-        self.folder = pathlib.Path(tempfile.mkdtemp(prefix="air-call-", dir=parent))
+        self.folder = scratch.make("air-call-", parent)
         for sub in ("logs", "pids", "results", "errors", "elastic"):
             (self.folder / sub).mkdir()
         for rank in place.ranks:

@@ -16,11 +16,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from jupyter_air import scratch
 from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.training import zygote
 from jupyter_air.training.errors import DistributedError
@@ -51,7 +51,8 @@ class Launcher:
     _lock = threading.Lock()
 
     def __init__(self, resident: bool = False):
-        self.folder = Path(tempfile.mkdtemp(prefix="air-launcher-"))  # mode 0700: its log, gone when it ends
+        scratch.sweep()  # what fork servers and calls of this user that were killed left behind
+        self.folder = scratch.make("air-launcher-")  # mode 0700: its log, gone when it ends
         self.process: subprocess.Popen | None = None
         pipes = zygote.fork_server(self.folder, READY_SECONDS) if resident else None
         if pipes is not None:

@@ -1,8 +1,10 @@
 """A call's processes: a daemon that clears its environment is still stopped, a killed caller takes its calls with
-it, and a failed or stopped call leaves no listener or thread behind in the caller."""
+it, the folders of a call killed with its fork server go with the user's next call, and a failed or stopped call
+leaves no listener or thread behind in the caller."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -128,6 +130,55 @@ def test_a_killed_caller_takes_every_process_of_its_call_with_it(store, tmp_path
     # and the fork server took its log's folder and the call's folder with it
     assert not log.exists()
     assert calls and not any(folder.exists() for folder in calls), calls
+
+
+def write_pid_then_hang(folder):
+    pathlib.Path(folder, f"rank{os.environ['RANK']}.pid").write_text(str(os.getpid()))
+    time.sleep(600)
+
+
+def rank():
+    return int(os.environ["RANK"])
+
+
+CALLERS = {
+    "hanging": "distributed(write_pid_then_hang, gpus=2, experiment='killed-call').distributed({folder!r})",
+    "quick": "print(distributed(rank, gpus=2, experiment='next-call').distributed())",
+}
+
+
+def test_folders_left_by_a_call_killed_with_its_fork_server_go_with_this_users_next_call(store, tmp_path):
+    from fork_servers import fork_server_tree
+
+    def caller(kind: str) -> list[str]:
+        code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from jupyter_air import distributed\n"
+        code += f"from tests.distributed.test_call_processes import rank, write_pid_then_hang\n{CALLERS[kind]}"
+        return [sys.executable, "-c", code.format(folder=str(tmp_path))]
+
+    # Given a caller whose call runs, killed with its fork server and every process of the call (SIGKILL, as the
+    # out-of-memory killer does: nobody cleans up)
+    temp = pathlib.Path(tempfile.gettempdir())
+    before = set(temp.glob("air-call-*"))
+    hanging = subprocess.Popen(caller("hanging"))
+    try:
+        wait_for([tmp_path / "rank0.pid", tmp_path / "rank1.pid"])
+        calls = set(temp.glob("air-call-*")) - before
+        log, below = fork_server_tree(hanging.pid)
+    finally:
+        hanging.kill()
+        hanging.wait()
+    for pid in below:
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(pid).kill()
+    assert all(gone(pid) for pid in below)
+    assert calls and log.is_dir() and all(folder.is_dir() for folder in calls)  # left behind
+
+    # When the same user's next call starts its fork server
+    done = subprocess.run(caller("quick"), capture_output=True, text=True, timeout=300, check=True)
+
+    # Then it ran, and the folders the killed ones left are gone
+    assert done.stdout.splitlines()[-1] == "[0, 1]"
+    assert not log.exists() and not any(folder.exists() for folder in calls)
 
 
 def fail_at_once():

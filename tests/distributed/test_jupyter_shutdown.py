@@ -18,6 +18,7 @@ import psutil
 import pytest
 from resident_servers import resident_pids, stop_all, until
 
+from jupyter_air import scratch
 from jupyter_air.tracking import resident
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -103,7 +104,7 @@ def test_a_stopped_jupyter_server_cleans_up_and_leaves_only_the_resident_mlflow_
 ):
     # Given the socket folder of an MLflow server that is gone (killed with the Jupyter server that ran it)
     gone = pathlib.Path(tempfile.mkdtemp(prefix=resident.FOLDER_PREFIX))
-    (gone / resident.OWNER_NAME).write_text("999999 1.0")
+    (gone / scratch.OWNER_NAME).write_text("999999 1.0")
     runtime = tmp_path / "runtime"
 
     # When a Jupyter server starts, Then it removes that folder

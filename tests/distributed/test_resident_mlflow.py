@@ -17,6 +17,7 @@ import psutil
 import pytest
 from resident_servers import stop_all, until
 
+from jupyter_air import scratch
 from jupyter_air.tracking import resident
 from jupyter_air.tracking.store import tracker, tracking_uri
 
@@ -70,7 +71,7 @@ def _dead_socket_folder(
         with socket.socket(socket.AF_UNIX) as listener:
             listener.bind(str(folder / resident.SOCKET_NAME))
     if owner is not None:
-        (folder / resident.OWNER_NAME).write_text(owner)
+        (folder / scratch.OWNER_NAME).write_text(owner)
     os.utime(folder, (time.time() - age_seconds, time.time() - age_seconds))
     return folder
 

@@ -52,29 +52,28 @@ def stack(tmp_path_factory):
         hub.stop()
 
 
-def rest(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> int:
-    request = urllib.request.Request(
+def request(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> urllib.request.Request:
+    """A request to MLflow's REST API as ``auth``."""
+    return urllib.request.Request(
         uri + path,
         data=None if body is None else json.dumps(body).encode(),
         method=method,
         headers={"Authorization": auth, "Content-Type": "application/json"},
     )
+
+
+def rest(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> int:
+    """The HTTP status of the request."""
     try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            return answer.status
+        with urllib.request.urlopen(request(uri, auth, method, path, body), timeout=60) as response:
+            return response.status
     except urllib.error.HTTPError as err:
         return err.code
 
 
 def answer(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> dict:
-    """The JSON answer of MLflow's REST API to a request as ``auth``."""
-    request = urllib.request.Request(
-        uri + path,
-        data=None if body is None else json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": auth, "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
+    """The JSON answer to the request."""
+    with urllib.request.urlopen(request(uri, auth, method, path, body), timeout=60) as response:
         return json.load(response)
 
 

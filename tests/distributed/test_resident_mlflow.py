@@ -116,7 +116,7 @@ def test_one_server_per_air_home_private_restarted_when_gone_and_stopped_when_id
     assert stat.S_IMODE(pathlib.Path(server.socket).parent.stat().st_mode) == 0o700
     tree = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
     assert [c for p in tree for c in p.net_connections("inet") if c.status == psutil.CONN_LISTEN] == []
-    # And its temp files (MLflow's copies of uploads, its database lock) go into that folder, not the shared /tmp
+    # And its temp files (MLflow's copies of uploads in progress) go into that folder, not the shared /tmp
     assert {p.environ().get("TMPDIR") for p in tree} == {str(pathlib.Path(server.socket).parent)}
     # And another local user cannot connect to it
     probe = PROBE.format(socket=server.socket)

@@ -136,11 +136,14 @@ class AirMagics(Magics):
 
 def load_ipython_extension(ip) -> None:
     """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
-    works in a kernel of an environment that was never activated) and prepare MLflow in the background."""
+    works in a kernel of an environment that was never activated), point the kernel's MLflow at the store calls
+    record into (unless ``MLFLOW_TRACKING_URI`` is set) and prepare MLflow in the background."""
     from jupyter_air.programs import path_first
+    from jupyter_air.tracking.store import export_tracking_uri
     from jupyter_air.warmup import warm_up
 
     os.environ["PATH"] = path_first(os.environ.get("PATH"))
+    export_tracking_uri()
     ip.register_magics(AirMagics)
     warm_up("tracking")
 

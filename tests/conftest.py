@@ -46,13 +46,13 @@ def stop_resident_processes(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def restore_gpu_source_environment(monkeypatch):
-    """A Jupyter server exports its GPU source, public URL and Ray address to its kernels through the environment:
-    undo that per test."""
+    """A Jupyter server exports its GPU source, public URL, Ray address and tracking URI to its kernels through the
+    environment: undo that per test."""
     from jupyter_air.cluster.address import RAY_ADDRESS_ENV
     from jupyter_air.gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV
     from jupyter_air.tracking.links import PUBLIC_URL_ENV
 
-    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV, PUBLIC_URL_ENV, RAY_ADDRESS_ENV):
+    for name in (SOURCE_ENV, SIMULATED_GPUS_ENV, PUBLIC_URL_ENV, RAY_ADDRESS_ENV, "MLFLOW_TRACKING_URI"):
         monkeypatch.setenv(name, os.environ.get(name, ""))  # records the value to put back after the test
         if not os.environ[name]:
             monkeypatch.delenv(name)

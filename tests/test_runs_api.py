@@ -217,8 +217,10 @@ async def test_since_gives_the_runs_started_at_or_after_it(runs, notebook, mlflo
 
 @pytest.fixture
 def own_home(air_home, tmp_path, monkeypatch):
-    """An AIR_HOME and embedded store of the test's own (the module's store holds other tests' runs)."""
+    """An AIR_HOME and embedded store of the test's own (the module's store holds other tests' runs); the server,
+    started on the module's, exported that one's URI: it follows this one's too."""
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'air' / 'mlflow.db'}")
     return tmp_path / "air"
 
 

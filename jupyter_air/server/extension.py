@@ -15,10 +15,11 @@ from ..gpu.idle import IdleHolders
 from ..gpu.sampler import Sampler
 from ..gpu.service import GpuService
 from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
-from ..home import AirHomeError, air_home
+from ..home import AirHomeError
 from ..programs import path_first
 from ..team.client import JOBS_URL_ENV, ServiceJobs
 from ..tracking.links import PUBLIC_URL_ENV
+from ..tracking.store import export_tracking_uri
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks, UiAutostart
 
@@ -226,7 +227,8 @@ class JupyterAir(ExtensionApp):
 
     def _start_mlflow_ui(self) -> None:
         """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
-        store exists. Socket folders that dead servers left behind are removed now."""
+        store exists. Socket folders that dead servers left behind are removed now. Kernels and terminals get the
+        store in MLFLOW_TRACKING_URI: plain MLflow in a notebook tracks where calls, the panel and the UI look."""
         from ..tracking.resident import remove_stale_folders
         from ..tracking.ui_process import MlflowUi
 
@@ -234,7 +236,7 @@ class JupyterAir(ExtensionApp):
             self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
         self.mlflow_ui = MlflowUi(self.log)
         try:
-            air_home()
+            self.log.info("jupyter_air: kernels and terminals track into %s.", export_tracking_uri())
             usable = True
         except AirHomeError as err:  # the rest of the extension works; the UI's first visit says why it cannot
             self.log.error("jupyter_air: %s The MLflow UI cannot start until then.", err)

@@ -17,6 +17,12 @@ def run_user(environ: Mapping[str, str] | None = None) -> str:
     return env.get("JUPYTERHUB_USER") or getpass.getuser()
 
 
+def notebook_path(environ: Mapping[str, str] | None = None) -> str | None:
+    """The notebook this kernel serves (Jupyter sets ``JPY_SESSION_NAME``), else None."""
+    env = os.environ if environ is None else environ
+    return env.get("JPY_SESSION_NAME") or None
+
+
 def default_experiment_name(source: str, environ: Mapping[str, str] | None = None) -> str:
     """``/Users/<user>/<stem of source>`` for a notebook or script path, like MLflow's notebook experiments."""
     return f"/Users/{run_user(environ)}/{pathlib.PurePosixPath(source).stem or source}"

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import pathlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from urllib.parse import unquote
 
 from jupyter_air.home import AirHomeError, air_home, file_lock, private_dir, private_file, unusable_database
@@ -26,6 +26,22 @@ def tracking_uri(environ: Mapping[str, str] | None = None) -> str:
     """``$MLFLOW_TRACKING_URI`` when set, else the embedded SQLite store ``sqlite:///<AIR_HOME>/mlflow.db``."""
     env = os.environ if environ is None else environ
     return env.get("MLFLOW_TRACKING_URI") or f"sqlite:///{air_home(env) / 'mlflow.db'}"
+
+
+def export_tracking_uri(environ: MutableMapping[str, str] | None = None) -> str:
+    """Put :func:`tracking_uri` in ``MLFLOW_TRACKING_URI`` unless the user set one, so that MLflow in this process
+    and in the kernels and terminals it starts reads and writes the store jupyter_air writes to; returns it."""
+    env = os.environ if environ is None else environ
+    env["MLFLOW_TRACKING_URI"] = tracking_uri(env)
+    return env["MLFLOW_TRACKING_URI"]
+
+
+def same_store(first: str, second: str) -> bool:
+    """Whether two tracking URIs name one store (``sqlite:///`` paths compared resolved)."""
+    paths = sqlite_path(first), sqlite_path(second)
+    if None in paths:
+        return first.rstrip("/") == second.rstrip("/")
+    return paths[0].expanduser().resolve() == paths[1].expanduser().resolve()
 
 
 def default_artifact_location(environ: Mapping[str, str] | None = None) -> str:

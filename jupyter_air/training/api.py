@@ -60,7 +60,8 @@ def run_distributed(
         if options.remote:
             job_run_id = remote.submit(function, args, kwargs, options, tags, params)
             starting.waiting(f"submitted as job {job_run_id}; an interrupt stops following it, never the job")
-        else:  # fails here, before any run exists, if it cannot travel
+        else:  # fails here, before any run exists, if it cannot travel or cannot resume MLFLOW_RUN_ID
+            runs.check_resume()
             call = _prepare(function, args, kwargs, options, tags, starting)
     except BaseException as exc:
         starting.failed(exc)

@@ -9,16 +9,10 @@ import sys
 
 from jupyter_air.notebook_links import in_jupyter_kernel
 from jupyter_air.tracking import naming
-from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
-from jupyter_air.tracking.naming import NOTEBOOK_TAG
+from jupyter_air.tracking.naming import NOTEBOOK_TAG, notebook_path
 from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
-
-
-def notebook_path() -> str | None:
-    """The notebook this kernel serves (Jupyter sets ``JPY_SESSION_NAME``), else None."""
-    return os.environ.get("JPY_SESSION_NAME") or None
-
+from jupyter_air.training import kernel_mlflow
 
 #: The source name of a kernel whose notebook is not known (run headless by nbclient or papermill).
 UNNAMED_NOTEBOOK = "unnamed-notebook"
@@ -44,40 +38,16 @@ def default_experiment_name() -> str:
     return naming.default_experiment_name(notebook_path() or script_name())
 
 
-def _kernel_experiment_id() -> str | None:
-    """The experiment chosen with ``mlflow.set_experiment()`` in this process, if any."""
-    fluent = sys.modules.get("mlflow.tracking.fluent")
-    chosen = getattr(fluent, "_active_experiment_id", None) if fluent else None
-    return chosen or os.environ.get("MLFLOW_EXPERIMENT_ID") or None
-
-
-def _active_run_id() -> str | None:
-    """The run started with ``mlflow.start_run()`` in this process and still active, if any."""
-    if "mlflow" not in sys.modules:
-        return None
-    active = sys.modules["mlflow"].active_run()
-    return active.info.run_id if active else None
-
-
-def _parent_in_store(tracking) -> tuple[str | None, str | None]:
-    """``(run id, experiment id)`` of the kernel's active run when it lives in this store, else Nones."""
-    parent_id = _active_run_id()
-    if not parent_id:
-        return None, None
-    try:
-        return parent_id, tracking.get_run(parent_id).info.experiment_id
-    except TrackingError:
-        return None, None  # active in another tracking store: the new run cannot be its child
-
-
 def resolve_experiment(explicit: str | None, parent_experiment_id: str | None = None, tracking=None) -> str:
-    """Experiment id, first rule that applies: ``explicit``, the parent run's, ``mlflow.set_experiment``,
-    ``MLFLOW_EXPERIMENT_NAME``, then :func:`default_experiment_name`."""
+    """Experiment id, first rule that applies: ``explicit``, the parent run's, ``mlflow.set_experiment`` (or
+    ``MLFLOW_EXPERIMENT_ID``) resolved in the call's store, ``MLFLOW_EXPERIMENT_NAME``, then
+    :func:`default_experiment_name`."""
+    tracking = tracking or tracker()
     if explicit:
         return ensure_experiment(explicit, tracking=tracking)
     if parent_experiment_id:
         return parent_experiment_id
-    chosen = _kernel_experiment_id()
+    chosen = kernel_mlflow.experiment_id(tracking)
     if chosen:
         return chosen
     return ensure_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name(), tracking=tracking)
@@ -86,12 +56,12 @@ def resolve_experiment(explicit: str | None, parent_experiment_id: str | None = 
 def experiment_name(explicit: str | None) -> str:
     """The name of the experiment a call records into, by :func:`resolve_experiment`'s rules (without a parent run,
     nothing created): for a call run elsewhere, as a job."""
-    if explicit:
-        return explicit
-    chosen = _kernel_experiment_id()
-    if chosen:
-        return tracker().get_experiment(chosen).name
-    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or default_experiment_name()
+    return (
+        explicit
+        or kernel_mlflow.chosen_experiment_name()
+        or os.environ.get("MLFLOW_EXPERIMENT_NAME")
+        or default_experiment_name()
+    )
 
 
 def source_tags() -> dict[str, str]:
@@ -125,6 +95,12 @@ def call_params(function, args: tuple, kwargs: dict) -> dict[str, str]:
     return params
 
 
+def check_resume() -> None:
+    """Fail at once, before any process starts, when ``MLFLOW_RUN_ID`` names no run of the call's store."""
+    if os.environ.get("MLFLOW_RUN_ID"):
+        kernel_mlflow.resumed(tracker())
+
+
 def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, str]) -> ManagedRun:
     """Create the call's run with its tags (a child of the kernel's active run), or resume ``MLFLOW_RUN_ID``.
 
@@ -134,10 +110,10 @@ def create_run(*, experiment: str | None, run_name: str | None, tags: dict[str, 
     found = {**source_tags(), **tags}
     user = found.pop("mlflow.user")
     tracking = tracker()
-    resume_id = os.environ.get("MLFLOW_RUN_ID")
+    resume_id = kernel_mlflow.resumed(tracking)
     if resume_id:
         return ManagedRun.resume(resume_id, run_name=run_name, tags=found, tracking=tracking)
-    parent_id, parent_experiment = _parent_in_store(tracking)
+    parent_id, parent_experiment = kernel_mlflow.parent(tracking)
     experiment_id = resolve_experiment(experiment, parent_experiment, tracking)
     parent = {"mlflow.parentRunId": parent_id} if parent_id else {}
     return ManagedRun.create(

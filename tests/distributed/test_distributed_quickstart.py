@@ -39,10 +39,20 @@ def test_the_quickstart_notebook_runs_as_shipped(store, runs_of, tmp_path, monke
     assert "source: simulated, NOT real hardware" in outputs[1]
     assert "tracked-cell" in outputs[2] and "finished" in outputs[2]
     assert "[rank 1] rank 1: final loss" in outputs[4] and "finished" in outputs[4]
-    assert "hello from air" in outputs[5] and "SUCCEEDED" in outputs[5]
-    assert "final loss" in outputs[6] and "SUCCEEDED" in outputs[6]
-    assert outputs[7].count("SUCCEEDED") == 2
-    assert "stop-me" in outputs[8] and "finished" in outputs[8] and "nobody pressed Stop" in outputs[8]
-    # And the runs are in the store: the cells, the distributed call and the workloads' attempts
-    assert {r.info.run_name for r in runs_of("quickstart")} == {"tracked-cell", "ddp-linear", "stop-me"}
+    assert "[rank 1] rank 1: final loss" in outputs[5] and "finished" in outputs[5]
+    assert "hello from air" in outputs[6] and "SUCCEEDED" in outputs[6]
+    assert "final loss" in outputs[7] and "SUCCEEDED" in outputs[7]
+    assert outputs[8].count("SUCCEEDED") == 2
+    assert "stop-me" in outputs[9] and "finished" in outputs[9] and "nobody pressed Stop" in outputs[9]
+    # And the runs are in the store: the cells, the distributed calls, the plain MLflow run with the call nested in
+    # it, and the workloads' attempts
+    runs = runs_of("quickstart")
+    names = sorted(r.info.run_name for r in runs)
+    assert names == ["ddp-linear", "ddp-linear", "plain-mlflow", "stop-me", "tracked-cell"]
+    (plain,) = [r for r in runs if r.info.run_name == "plain-mlflow"]
+    assert (
+        plain.data.metrics == {"toy_loss": 0.05} and plain.data.tags["air.notebook_path"] == "examples/quickstart.ipynb"
+    )
+    nested = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == plain.info.run_id]
+    assert [r.info.run_name for r in nested] == ["ddp-linear"]
     assert {r.info.run_name for r in runs_of("quickstart-workloads")} == {"quickstart-workloads", "linear-fit"}

@@ -67,7 +67,7 @@ class AirMagics(Magics):
             options,
             source="distributed",  # the panel lists it with .distributed() calls; "magic" is %%air_run
             name="air_distributed cell",
-            params=scalar_params(namespace),
+            params=scalar_params(source, namespace),
         )
         self._take_cell_values(results[0])
 

@@ -34,9 +34,33 @@ def run_cell_here(source: str, filename: str, namespace: dict):
     return None
 
 
-def scalar_params(namespace: dict) -> dict[str, str]:
-    """The numbers, strings and booleans a cell reads, as MLflow params (short values only)."""
-    return {k: repr(v) for k, v in namespace.items() if isinstance(v, (bool, int, float, str)) and len(repr(v)) < 500}
+def scalar_params(source: str, namespace: dict) -> dict[str, str]:
+    """The numbers, strings and booleans the cell takes from the notebook (names it reads and never assigns), as
+    MLflow params (short values only): a name the cell sets itself is no input of the run."""
+    inputs = names_read(source) - names_assigned(source)
+    return {
+        k: repr(v)
+        for k, v in namespace.items()
+        if k in inputs and isinstance(v, (bool, int, float, str)) and len(repr(v)) < 500
+    }
+
+
+def names_assigned(source: str) -> set[str]:
+    """Every name the code binds anywhere: assignments, loop and ``with`` targets, imports, definitions and their
+    arguments, ``except ... as``."""
+    bound = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound
 
 
 def names_read(source: str) -> set[str]:

@@ -83,11 +83,26 @@ def test_a_cell_reading_an_unpicklable_name_is_refused_before_anything_starts(sh
     assert store.get_experiment_by_name("magics-refused") is None
 
 
+def test_only_what_the_cell_takes_from_the_notebook_is_a_parameter():
+    # Given notebook values, and a cell that reads lr, sets x and rank itself and loops over i
+    from jupyter_air.training.cell import scalar_params, shipped_namespace
+
+    user_ns = {"lr": 0.5, "x": 5, "i": 129, "rank": 0, "name": "run-7", "steps": 3}
+    source = "x = 1\nrank = 2\nfor i in range(steps):\n    print(lr * x, i, rank)\ndef f(name):\n    return name"
+
+    # Then only the values it reads and never sets are the run's parameters
+    assert scalar_params(source, shipped_namespace(source, user_ns)) == {"lr": "0.5", "steps": "3"}
+
+
 @pytest.mark.usefixtures("no_orphans")
 def test_a_distributed_cell_is_listed_as_distributed(shell, store):
-    # Given a %%air_distributed cell on 2 CPU ranks
-    shell.run_cell_magic("air_distributed", "--gpus 2 --experiment magics-source --no-system-metrics", "x = 1")
+    # Given a %%air_distributed cell on 2 CPU ranks, in a notebook where x and i already have values
+    shell.user_ns.update({"x": 5, "i": 129})
+    cell = "x = 1\nfor i in range(2):\n    x += i"
+    shell.run_cell_magic("air_distributed", "--gpus 2 --experiment magics-source --no-system-metrics", cell)
 
     # Then its run is tagged as a distributed call (the panel shows `distributed`; `magic` is %%air_run's)
     (run,) = store.search_runs([store.get_experiment_by_name("magics-source").experiment_id])
     assert run.data.tags["air.source"] == "distributed" and run.data.tags["air.function"] == "air_distributed cell"
+    # And the notebook's x and i, which the cell sets itself, are no parameters of it
+    assert run.data.params == {}

@@ -75,6 +75,12 @@ ANOTHER_TOKEN = "0" * 64
     [
         ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "<the cluster's>"}, "gcs", "joined"),
         ({"RAY_ADDRESS": "gcs", "HOME_TOKEN": "<the cluster's>"}, "auto", "joined"),  # as ray.init("auto") does
+        # this user's raylets (and, with other clusters of this user running, the record in the cluster's 0700 folder)
+        (
+            {"RAY_ADDRESS": "", "RAY_TMPDIR": "<the cluster's folder>", "HOME_TOKEN": "<the cluster's>"},
+            "auto",
+            "joined",
+        ),
         (
             {"RAY_AUTH_MODE": "token"},
             "gcs",
@@ -97,15 +103,24 @@ ANOTHER_TOKEN = "0" * 64
             "refused the token configured here (UNAUTHENTICATED)",
         ),
     ],
-    ids=["token", "auto-with-token-file", "no-token", "no-token-ray-client", "no-mode", "another-token"],
+    ids=[
+        "token",
+        "auto-with-token-file",
+        "auto-own-raylets",
+        "no-token",
+        "no-token-ray-client",
+        "no-mode",
+        "another-token",
+    ],
 )
 def test_joining_a_locked_cluster_with_and_without_its_token(ray_cluster, tmp_path, environment, address, shown):
     # Given a process whose environment has the cluster's token, none, or another (and a home of its own)
     token = os.environ["RAY_AUTH_TOKEN"]
     gcs, client = ray_cluster.address, f"ray://127.0.0.1:{ray_cluster.client_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")} | {"HOME": str(tmp_path)}
+    placeholders = {"<the cluster's>": token, "gcs": gcs, "<the cluster's folder>": str(ray_cluster.root)}
     for key, value in environment.items():
-        value = {"<the cluster's>": token, "gcs": gcs}.get(value, value)
+        value = placeholders.get(value, value)
         if key == "HOME_TOKEN":  # Ray's default token file, ~/.ray/auth_token
             (tmp_path / ".ray").mkdir()
             (tmp_path / ".ray" / "auth_token").write_text(value)

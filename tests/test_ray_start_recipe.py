@@ -44,14 +44,15 @@ print(sorted((n["NodeManagerAddress"], n["Resources"].get("GPU", 0)) for n in ra
 STEPS = {
     "token": r".*\bray get-auth-token\b",
     "export": r"export( \w+=\S+)+$",
+    "ray-folder": r"mkdir .*\$RAY_TMPDIR",
     "head": r"ray start --head\b",
     "node": r"ray start --address=",
 }
 
 
 def recipe() -> dict[str, str]:
-    """The recipe's commands by step: ``token``, ``export``, ``head``, ``node``. A command this test does not know,
-    or a step gone, fails: the test must learn what the page now says."""
+    """The recipe's commands by step: ``token``, ``export``, ``ray-folder``, ``head``, ``node``. A command this
+    test does not know, or a step gone, fails: the test must learn what the page now says."""
     found = RECIPE.search(PAGE.read_text())
     assert found, f"{PAGE.name} has no code block named ray-start-recipe"
     steps: dict[str, str] = {}
@@ -73,22 +74,26 @@ def on(line: str, port: int) -> str:
 
 
 class Machine:
-    """One machine of the recipe: its address, its home (where the token lives) and its Ray folder. Its processes
-    carry a marker in their environment (what Ray renames or leaves behind is found by it)."""
+    """One machine of the recipe: its address and its home (where the token and, as the recipe says, Ray's folder
+    live). Its processes carry a marker in their environment (what Ray renames or leaves behind is found by it)."""
 
-    def __init__(self, address: str, root: Path):
+    def __init__(self, address: str):
         self.address = address
-        self.home = root / f"home-{address}"
-        self.ray_tmp = Path(tempfile.mkdtemp(prefix="air-rs-", dir="/tmp"))  # short: Ray's socket paths
-        self.home.mkdir(mode=0o700)
+        self.home = Path(tempfile.mkdtemp(prefix="air-rs-", dir="/tmp"))  # short: Ray's socket paths are below it
         self.started: list[subprocess.Popen] = []
         self.exports: dict[str, str] = {}
 
     def env(self, **extra: str) -> dict[str, str]:
         """A login's environment (none of the test suite's Ray settings) with what the recipe exported."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "AIR_RAY"))}
-        env |= {"HOME": str(self.home), "RAY_TMPDIR": str(self.ray_tmp), "PATH": f"{BIN}:{env['PATH']}"}
-        return env | {CLUSTER_ENV: str(self.ray_tmp)} | self.exports | extra
+        env |= {"HOME": str(self.home), "PATH": f"{BIN}:{env['PATH']}"}
+        return env | {CLUSTER_ENV: str(self.home)} | self.exports | extra
+
+    def export(self, line: str) -> None:
+        """Keep what the recipe's ``export`` line sets, as this machine's shell expands it."""
+        names = [item.split("=", 1)[0] for item in shlex.split(line)[1:]]
+        shown = dict(item.split("=", 1) for item in self.run(f"{line} && env -0").stdout.split("\0") if "=" in item)
+        self.exports |= {name: shown[name] for name in names}
 
     def run(self, command: str) -> subprocess.CompletedProcess:
         """A command of the recipe, in a shell."""
@@ -100,7 +105,7 @@ class Machine:
         """A `ray start` of the recipe, with this test's ``flags`` and ``--block``, until Ray says it started;
         returns what it printed. Started again (up to 3 tries) when Ray gave up on the node under load."""
         line = shlex.join(["exec", *shlex.split(command), *flags, "--block"])
-        log = self.ray_tmp / "ray-start.log"
+        log = self.home / "ray-start.log"
         for tries_left in (2, 1, 0):
             with log.open("w") as out:
                 proc = subprocess.Popen(["sh", "-c", line], env=self.env(), stdout=out, stderr=subprocess.STDOUT)
@@ -122,7 +127,7 @@ class Machine:
         found = []
         for proc in psutil.process_iter():
             with contextlib.suppress(psutil.Error):
-                if proc.environ().get(CLUSTER_ENV) == str(self.ray_tmp) and proc.status() != psutil.STATUS_ZOMBIE:
+                if proc.environ().get(CLUSTER_ENV) == str(self.home) and proc.status() != psutil.STATUS_ZOMBIE:
                     found.append(proc)
         return found
 
@@ -142,12 +147,12 @@ class Machine:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)
         self.kill()
-        shutil.rmtree(self.ray_tmp, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 @pytest.fixture
-def machines(tmp_path):
-    head, node = Machine(HEAD, tmp_path), Machine(NODE, tmp_path)
+def machines():
+    head, node = Machine(HEAD), Machine(NODE)
     yield head, node
     node.stop()
     head.stop()
@@ -170,8 +175,12 @@ def test_the_documented_recipe_starts_a_locked_two_node_cluster_that_jupyter_air
     assert stat.S_IMODE(token.stat().st_mode) == 0o600 and re.fullmatch(r"[0-9a-f]{64}", token.read_text().strip())
     (node.home / ".ray").mkdir(mode=0o700)
     shutil.copy2(token, node.home / ".ray" / "auth_token")
-    # and on both machines what it exports
-    head.exports = node.exports = dict(item.split("=", 1) for item in shlex.split(steps["export"])[1:])
+    # and on both machines what it exports, and Ray's folder it makes
+    for machine in (head, node):
+        machine.export(steps["export"])
+        machine.run(steps["ray-folder"])
+        ray_folder = Path(machine.exports["RAY_TMPDIR"])
+        assert ray_folder.is_relative_to(machine.home) and stat.S_IMODE(ray_folder.stat().st_mode) == 0o700
 
     # When the head and then the node start as written; the test adds each machine's address, a size, and free
     # ports where Ray's defaults could be taken by another cluster on this shared machine

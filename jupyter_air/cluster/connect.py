@@ -2,9 +2,10 @@
 
 ``ray.init("host:1")`` retries for minutes (821 s measured) before it gives up, so the address is probed
 first: a TCP connection, then one gRPC call with a deadline, carrying Ray's token as Ray's own calls do
-(:mod:`.auth`). Rank and workload output never goes through Ray's log forwarding (``log_to_driver=False``,
-so Ray's de-duplication of repeated lines never applies): each process writes its own log file on its node,
-and the node's actor hands the new bytes to the driver.
+(:mod:`.auth`), so the address must be the cluster's: ``auto`` is made concrete only from this user's own
+processes and files (:mod:`.discovery`), never from another user's. Rank and workload output never goes through
+Ray's log forwarding (``log_to_driver=False``, so Ray's de-duplication of repeated lines never applies): each
+process writes its own log file on its node, and the node's actor hands the new bytes to the driver.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import socket
 import threading
 import time
 
-from . import auth
+from . import auth, discovery
 from .address import host_port, is_client
 from .errors import ClusterUnreachable
 
@@ -111,23 +112,21 @@ def _own_sigterm():
 
 
 def resolve(address: str) -> str:
-    """``auto`` made concrete as Ray does it (``$RAY_ADDRESS``, then the cluster started on this machine)."""
+    """``auto`` made concrete from this user's own raylets and record (:mod:`.discovery`), in Ray's form."""
     if address != "auto":
         return address
     from ray._private.services import canonicalize_bootstrap_address
 
+    found = discovery.auto_address()
     try:
-        found = canonicalize_bootstrap_address("auto")
-    except (ConnectionError, ValueError) as exc:
-        found, reason = None, str(exc)
-    else:
-        reason = "no cluster address recorded"
-    if not found:
+        canonical = canonicalize_bootstrap_address(found)
+    except ValueError:
+        canonical = None
+    if not canonical:
         raise ClusterUnreachable(
-            f"Ray address 'auto' found no cluster on this machine ({reason}): start one with `ray start --head`, "
-            "or set the head's address, e.g. AIR_RAY_ADDRESS=head-host:6379 or ray://head-host:10001"
+            f"Ray address 'auto' gave {found!r}, not a cluster's address: {discovery.GIVE_ADDRESS}"
         )
-    return found
+    return canonical
 
 
 def probe(address: str, target: str, seconds: float = PROBE_SECONDS) -> None:

@@ -164,7 +164,7 @@ def main() -> None:
 
     from jupyter_air.home import air_home
     from jupyter_air.server.tasks import JobChecks
-    from jupyter_air.workloads.supervisor import LOGS_ENV
+    from jupyter_air.workloads.run_logs import LOGS_ENV
 
     home = air_home(os.environ)
     directory = HubDirectory(os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"])

@@ -5,12 +5,20 @@ schedule, which the service fires."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jupyter_air.workloads.jobs import SubmitError
 from jupyter_air.workloads.jobs_view import JobsView
 
 _SHAPE = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
+#: A URI of a store the service writes to over the network (``s3://``, ``gs://``, ``mlflow-artifacts://``...).
+_REMOTE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_LOCAL = (
+    "a local folder, where the team's job service would write for you (a file: URI or a path). The service takes "
+    "a URI of a remote artifact store (s3://bucket/path, gs://...): give one, or leave the field out for the "
+    "tracking server's default"
+)
 
 
 def submit_sent(view: JobsView, body: dict) -> dict:
@@ -27,8 +35,8 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     resolved = view.jobs.resolve_file(path, tuple(overrides), label=label, text=text)
     workload = resolved.workload
     location = workload.get("mlflow_artifact_location")
-    if location and "://" not in location:
-        _refuse(label, "mlflow_artifact_location: the team's job service takes a URI (s3://..., mlflow-artifacts:/...)")
+    if location and not _remote(location):
+        _refuse(label, f"mlflow_artifact_location: {location!r} is {_LOCAL}")
     from jupyter_air.tracking.sharing import ShareError, claim
 
     try:
@@ -40,6 +48,12 @@ def submit_sent(view: JobsView, body: dict) -> dict:
 
         return keep(view.jobs, resolved, view.jobs.owner)
     return view.detail(view.jobs.start(resolved))
+
+
+def _remote(location: str) -> bool:
+    """True for a URI of a store reached over the network: a scheme, ``://``, and not ``file``."""
+    found = _REMOTE.match(location)
+    return found is not None and found.group(1).lower() != "file"
 
 
 def _refuse(label: str, why: str, code: int = 2) -> None:

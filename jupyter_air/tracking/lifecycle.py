@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from jupyter_air.tracking.local_artifacts import keep, local_folder
 from jupyter_air.tracking.naming import ERROR_TAG
 
 #: MLflow's limits (``mlflow.utils.validation``): key length, param and tag value length.
@@ -184,10 +185,17 @@ class ManagedRun:
         )
         self._metrics.start()
 
-    def upload(self, paths: Iterable[Path], artifact_path: str) -> None:
-        """Keep files (log files) as the run's artifacts under ``artifact_path``."""
-        for path in paths:
-            if path.is_file() and not self.client.log_artifact(self.run_id, path, artifact_path):
+    def upload(self, paths: Iterable[Path], artifact_path: str, owner: dict | None = None) -> None:
+        """Keep files (log files) as the run's artifacts under ``artifact_path``. Into a local artifact folder they
+        are written without following links (:mod:`~jupyter_air.tracking.local_artifacts`), by a process started
+        with the ``subprocess.Popen`` arguments ``owner`` (the account they belong to; None: this process)."""
+        files = [path for path in paths if path.is_file()]
+        folder = local_folder(self.client.get_run(self.run_id).info.artifact_uri) if files else None
+        if folder is not None:
+            keep(folder, artifact_path, files, owner)
+            return
+        for path in files:
+            if not self.client.log_artifact(self.run_id, path, artifact_path):
                 # an artifact store only MLflow's client reaches (S3 and the like)
                 from jupyter_air.tracking.inprocess import InProcessTracking
                 from jupyter_air.tracking.store import client

@@ -12,15 +12,15 @@ import http.client
 import json
 import os
 import random
-import shutil
 import socket
 import ssl
 import threading
 import time
 from pathlib import Path
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from jupyter_air.tracking.entities import Experiment, Metric, Run, TrackingError
+from jupyter_air.tracking.local_artifacts import keep, local_folder
 
 API = "/api/2.0/mlflow/"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts/"
@@ -184,13 +184,11 @@ class RestTracking:
         run's artifact store (S3 and the like: MLflow's own client can)."""
         uri = self._artifact_uris.get(run_id) or self.get_run(run_id).info.artifact_uri
         self._artifact_uris[run_id] = uri
-        scheme = uri.split(":", 1)[0] if ":" in uri else ""
-        if scheme == "file" or (not scheme and uri.startswith("/")):
-            folder = Path(unquote(urlsplit(uri).path)) / artifact_path
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, folder / path.name)
+        folder = local_folder(uri)
+        if folder is not None:  # never through a link (see local_artifacts)
+            keep(folder, artifact_path, [path])
             return True
-        if scheme == "mlflow-artifacts":
+        if uri.startswith("mlflow-artifacts:"):
             target = urlsplit(uri).path.strip("/") + f"/{artifact_path.strip('/')}/{path.name}"
             with open(path, "rb") as body:
                 self._request("PUT", self._prefix + ARTIFACTS_API + quote(target), body, path.stat().st_size)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import time
 
-from jupyter_air.tracking.naming import attempt_logs_folder
+from jupyter_air.tracking.lifecycle import ManagedRun
 
 from .executor import executor_for
 from .logs import node_dir
 from .node import wait_for_pump
 from .records import Job, attempt_marker
+from .run_logs import keep_logs
 from .store import JobStore
 
 log = logging.getLogger(__name__)
@@ -60,20 +61,21 @@ def cancel(store: JobStore, job: Job, wait_seconds: float = CANCEL_WAIT_SECONDS)
 
 def _take_over(store: JobStore, job: Job, status: str, reason: str) -> None:
     """Finish for a supervisor that cannot: stop what is left of the attempts it left open (``job`` as read
-    before they were closed), then end their MLflow runs with the output kept."""
+    before they were closed), then end their MLflow runs with the output kept as the supervisor keeps it
+    (``run_logs``: as the job's owner, never through a link, not at all with ``AIR_JOB_LOGS=service``)."""
     open_attempts = [a for a in job.attempts if a.ended_ms is None]
     executor_for(job).stop_leftovers(job)
     for attempt in open_attempts:
         if attempt.mlflow_run_id is None:
             continue
         try:
-            from jupyter_air.tracking.lifecycle import ManagedRun
-
             wait_for_pump(attempt_marker(job.job_run_id, attempt.attempt))
             run = ManagedRun.adopt(attempt.mlflow_run_id, job.tracking_uri)
-            for node in range(job.num_nodes):
-                directory = node_dir(store.job_dir(job.job_run_id), attempt.attempt, node)
-                run.upload(sorted(directory.glob("*")), attempt_logs_folder(attempt.attempt, node))
-            run.end(status, reason)
+            dirs = [node_dir(store.job_dir(job.job_run_id), attempt.attempt, n) for n in range(job.num_nodes)]
+            try:
+                note = keep_logs(run, job.user, attempt.attempt, dirs)
+            except Exception as exc:  # noqa: BLE001 - the run must end whatever happens to its output
+                note = f"its output was not uploaded to MLflow ({exc}); `air logs` shows it"
+            run.end(status, "; ".join(filter(None, [reason, note])))
         except Exception as exc:  # noqa: BLE001 - the job state is already right; say what is left to do
             log.warning("Could not mark MLflow run %s %s: %s", attempt.mlflow_run_id, status, exc)

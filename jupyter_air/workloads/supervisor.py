@@ -15,10 +15,11 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
-from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, attempt_logs_folder
+from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG
 
 from .executor import ENVIRONMENT_FILE, executor_for
 from .records import Job, attempt_marker, now_ms
+from .run_logs import keep_logs
 from .runners import AttemptContext
 from .store import JobStore
 
@@ -34,9 +35,6 @@ _EXIT_HINTS = {
 _FULL_DISK_RETRY_SECONDS = 2.0
 #: File in the job's folder holding some room on the disk, given back to record the job's end on a full disk.
 RESERVE = "space.reserve"
-#: ``service``: a job's logs stay with the team's job service (air-jobs sets it), which serves them behind the job's
-#: permissions, instead of becoming its run's artifacts that whoever may read the experiment could read.
-LOGS_ENV = "AIR_JOB_LOGS"
 #: Added to the reason of an attempt whose output could not be kept as its run's artifacts.
 NOT_UPLOADED = "its output was not uploaded to MLflow (no room on the disk); `air logs` shows it"
 
@@ -206,7 +204,7 @@ class Supervisor:
             finally:
                 node.finish()
             self._until_recorded(lambda: self._record_nodes(attempt, node))
-            self._end_run(run, node, attempt, outcome)
+            self._end_run(run, node, job.user, attempt, outcome)
         self._open_run = None
         self._until_recorded(
             lambda: self.store.update_attempt(
@@ -220,9 +218,10 @@ class Supervisor:
         )
         return outcome
 
-    def _end_run(self, run, node, attempt: int, outcome: Outcome) -> None:
-        """Keep the output as the run's artifacts and end the run. On a full disk the job's end is recorded first
-        (a small row update, in the room the reserve gave back) and the upload, as large as the log, is skipped."""
+    def _end_run(self, run, node, owner: str, attempt: int, outcome: Outcome) -> None:
+        """Keep the output as the run's artifacts (``run_logs``) and end the run. On a full disk the job's end is
+        recorded first (a small row update, in the room the reserve gave back) and the upload, as large as the log,
+        is skipped."""
         error = outcome.error
         if outcome.disk_full:
             self.reserve.release()
@@ -232,10 +231,9 @@ class Supervisor:
                 )
             )
             error = f"{outcome.error}; {NOT_UPLOADED}"
-        elif os.environ.get(LOGS_ENV) != "service":
+        else:
             try:
-                for index, directory in enumerate(node.log_dirs):
-                    run.upload(sorted(directory.glob("*")), attempt_logs_folder(attempt, index))
+                error = "; ".join(filter(None, [outcome.error, keep_logs(run, owner, attempt, node.log_dirs)]))
             except Exception as exc:
                 if not disk_full(exc, self.store.home):
                     raise

@@ -13,10 +13,14 @@ import re
 import stat
 from collections.abc import Iterator, Mapping
 
+from jupyter_air.owned import NotOurs, check_entries, check_path
+
 log = logging.getLogger(__name__)
 
 #: The folder of jupyter_air's state (default ``~/.jupyter_air``): the job database and logs, the embedded MLflow
-#: store, the Stop requests of live runs. The Jupyter server, its kernels and ``air`` must share it.
+#: store, the Stop requests of live runs. The Jupyter server, its kernels and ``air`` must share it. It, and each
+#: file in it, must be yours and not writable by others, as must each folder above it (root's, or sticky as /tmp,
+#: may be): otherwise it is refused, saying why.
 HOME_ENV = "AIR_HOME"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -41,15 +45,37 @@ class UnusableDatabase(RuntimeError):
     file and what to do."""
 
 
+def _given(environ: Mapping[str, str] | None) -> pathlib.Path:
+    env = os.environ if environ is None else environ
+    return pathlib.Path(env.get(HOME_ENV) or "~/.jupyter_air").expanduser().absolute()
+
+
 def air_home_path(environ: Mapping[str, str] | None = None) -> pathlib.Path:
     """Where ``AIR_HOME`` is (``$AIR_HOME`` or ``~/.jupyter_air``), without creating it."""
-    env = os.environ if environ is None else environ
-    return pathlib.Path(env.get(HOME_ENV) or "~/.jupyter_air").expanduser().resolve()
+    return _given(environ).resolve()
+
+
+def checked_air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:
+    """:func:`air_home_path`, refused (``AirHomeError``, nothing created) when another user could plant or swap
+    state there: it, a folder above it or an entry in it is another user's (root's folders above it excepted), or
+    writable by others (a folder above it with the sticky bit, as /tmp, excepted)."""
+    home = air_home_path(environ)
+    try:
+        check_path(_given(environ))
+        check_entries(home)
+    except NotOurs as err:
+        raise AirHomeError(
+            f"AIR_HOME={home} cannot be used: {err.what}, so another user could plant or swap jupyter_air's state "
+            f"there (a job database whose schedules would run as you). To fix: {err.fix}, or set AIR_HOME to a "
+            "private folder of yours, e.g. `export AIR_HOME=~/.jupyter_air`."
+        ) from None
+    return home
 
 
 def air_home(environ: Mapping[str, str] | None = None) -> pathlib.Path:
-    """``$AIR_HOME`` or ``~/.jupyter_air``, created owner-only if missing (a shared one is warned about once)."""
-    home = air_home_path(environ)
+    """``$AIR_HOME`` or ``~/.jupyter_air``, checked (:func:`checked_air_home`), then created owner-only if missing
+    (a shared one is warned about once)."""
+    home = checked_air_home(environ)
     try:
         private_dir(home)
     except OSError as exc:
@@ -83,8 +109,9 @@ def private_file(path: pathlib.Path) -> pathlib.Path:
 
 
 def open_private(path: pathlib.Path, mode: str = "ab", buffering: int = -1):
-    """Open ``path`` for appending (binary by default), creating it with mode 0600."""
-    return open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE), mode, buffering=buffering)
+    """Open ``path`` for appending (binary by default), creating it with mode 0600; never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+    return open(os.open(path, flags, FILE_MODE), mode, buffering=buffering)
 
 
 @contextlib.contextmanager

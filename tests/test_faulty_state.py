@@ -119,6 +119,28 @@ def test_the_job_checks_log_a_damaged_job_database_once_in_one_line(home, caplog
     checks.stop()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+async def test_a_job_database_of_another_user_is_a_503_and_the_job_checks_log_it_in_one_line(jp_fetch, home, caplog):
+    # Given a jobs.db in AIR_HOME that is nobody's (planted while the folder was open)
+    (home / "jobs.db").write_text("")
+    os.chown(home / "jobs.db", 65534, 65534)
+    said = f"AIR_HOME={home} cannot be used: {home / 'jobs.db'} belongs to nobody (uid 65534)"
+
+    # When the panel lists the jobs, Then it answers 503 naming the file, whose it is and what to do
+    code, message = await refused(jp_fetch, "jupyter-air", "jobs")
+    assert code == 503 and said in message and "export AIR_HOME=~/.jupyter_air" in message
+
+    # When the server's job check runs, Then it acts on nothing there and logs why once, in one line
+    checks = JobChecks(5, logging.getLogger("test-job-checks"))
+    caplog.set_level(logging.INFO, logger="test-job-checks")
+    for _ in range(2):
+        checks._reap()
+    (record,) = [r for r in caplog.records if r.name == "test-job-checks"]
+    assert record.levelno == logging.WARNING and not record.exc_info and said in record.getMessage()
+    assert (home / "jobs.db").read_text() == "" and sorted(os.listdir(home)) == ["jobs.db"]
+    checks.stop()
+
+
 class TestAnAirHomeThatIsAFile:
     @pytest.fixture
     def home(self, tmp_path, monkeypatch, air_config):

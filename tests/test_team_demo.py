@@ -1,7 +1,8 @@
 """`make hub` (``python -m jupyter_air.team.demo``): the team stack comes up on 127.0.0.1, writes hub-demo.json
 (0600) with working tokens that another local user (`nobody`) cannot read, a user's JupyterLab spawns with
 jupyter_air in it, tracking into the team's MLflow server with the user's hub token, and Ctrl-C stops every process
-it started."""
+it started. A ``--dir`` not this user's alone is refused before anything starts, and its secrets are never written
+through a link or into another user's file."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from jupyter_air.owned import NotOurs, private_folder, write_private
 
 #: Seconds the stack may take to come up (the MLflow server is the slowest: about 20-80 s here).
 START_SECONDS = 400
@@ -129,6 +132,84 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_
     assert demo.returncode == 0
     time.sleep(1)
     assert [p.pid for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+def demo_exit(folder: Path) -> tuple[int | None, str]:
+    """The exit status and output of `make hub --dir folder` (None if it was still starting after 30 s: then it is
+    stopped with Ctrl-C, which stops all it started)."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_air.team.demo", "--dir", str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        return demo.wait(timeout=30), demo.stdout.read()
+    except subprocess.TimeoutExpired:
+        os.killpg(demo.pid, signal.SIGINT)
+        demo.communicate(timeout=START_SECONDS)
+        return None, "still starting after 30 s"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as a second user needs root to switch users")
+def test_make_hub_refuses_a_dir_someone_else_made_first_and_writes_nothing_there(open_parent):
+    # Given folders that were there before `make hub`: nobody's (open to all), one of ours others may write or enter,
+    # and a link to a private folder of ours
+    public = open_parent / "public"
+    public.mkdir()
+    public.chmod(0o1777)  # as /tmp
+    theirs = public / "theirs"
+    made = subprocess.run(["runuser", "-u", "nobody", "--", "mkdir", "-m", "777", str(theirs)], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    open_to_all, readable, ours, link = (open_parent / name for name in ("open", "readable", "ours", "link"))
+    for folder, mode in ((open_to_all, 0o777), (readable, 0o755), (ours, 0o700)):
+        folder.mkdir()
+        folder.chmod(mode)
+    link.symlink_to(ours)
+    cases = {
+        theirs: f"{theirs} belongs to nobody (uid 65534), not to you",
+        open_to_all: f"{open_to_all} can be written by other users (mode 777): run `chmod 700 {open_to_all}`",
+        readable: f"{readable} can be entered by other users (mode 755): run `chmod 700 {readable}`",
+        link: f"{link} is a symbolic link",
+    }
+    for folder, words in cases.items():
+        # When `make hub --dir` is given it
+        code, output = demo_exit(folder)
+
+        # Then it exits 2 before starting anything, saying which folder and why, and writes nothing there
+        assert code == 2 and f"--dir {folder} cannot hold the stack's secrets: {words}" in output, output
+        assert list(folder.iterdir()) == [], folder
+
+
+def test_the_stacks_secrets_never_go_through_a_planted_link_or_into_another_users_file(open_parent):
+    # Given the stack's private folder where hub-demo.json is a link to a file others may read
+    folder = private_folder(open_parent / "stack")
+    assert folder.stat().st_mode & 0o777 == 0o700
+    catch = open_parent / "catch.json"
+    catch.write_text("")
+    catch.chmod(0o644)
+    (folder / "hub-demo.json").symlink_to(catch)
+
+    # When the secrets are written, Then it is refused and the linked file gets nothing
+    with pytest.raises(NotOurs, match="hub-demo.json is a symbolic link, so secrets are not written there"):
+        write_private(folder / "hub-demo.json", '{"password": "s3cret"}')
+    assert catch.read_text() == ""
+
+    # Given instead a hub-demo.json of another user's (root may give it away), Then it is refused too
+    (folder / "hub-demo.json").unlink()
+    (folder / "hub-demo.json").write_text("")
+    if os.geteuid() == 0:
+        os.chown(folder / "hub-demo.json", 65534, 65534)
+        with pytest.raises(NotOurs, match=r"hub-demo.json is nobody \(uid 65534\)'s"):
+            write_private(folder / "hub-demo.json", '{"password": "s3cret"}')
+
+    # When it is gone, Then the secrets go in a new file of mode 600, written again in place by a second start
+    (folder / "hub-demo.json").unlink()
+    for password in ("s3cret", "an0ther"):
+        write_private(folder / "hub-demo.json", json.dumps({"password": password}))
+        assert json.loads((folder / "hub-demo.json").read_text()) == {"password": password}
+    assert (folder / "hub-demo.json").stat().st_mode & 0o777 == 0o600 and os.listdir(folder) == ["hub-demo.json"]
 
 
 STARTER = """

@@ -78,7 +78,7 @@ class JobChecks:
             self._check()
 
     def _reap(self) -> None:
-        from ..home import UnusableDatabase, air_home_path
+        from ..home import AirHomeError, UnusableDatabase, air_home_path, checked_air_home
         from ..tracking.stops import reap_dead_runs
         from ..workloads.jobs import Jobs
         from ..workloads.schedules import Schedules
@@ -86,6 +86,7 @@ class JobChecks:
 
         home = air_home_path()
         try:
+            checked_air_home()  # another user's job database or run records are never acted on
             if self._jobs is None or self._jobs.home != home:
                 self._jobs = Jobs(home)  # never creates the job database
             for job_run_id in self._jobs.reap():
@@ -102,7 +103,7 @@ class JobChecks:
 
                 for folder in forget_old_results(home / "jobs"):
                     self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
-        except UnusableDatabase as err:  # a broken job database must not stop the checks, nor flood the log
+        except (UnusableDatabase, AirHomeError) as err:  # a broken or foreign AIR_HOME: one line, not a flood
             self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
         except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)
             self._report(f"checking the jobs under {home} failed: {type(exc).__name__}: {exc}", traceback=True)

@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from jupyter_air.home import open_private, private_dir
+from jupyter_air.owned import NotOurs, private_folder, write_private
 from jupyter_air.tracking.sharing import HUB_TOKENS
 
 from .stack import Hub, free_port
@@ -34,9 +35,10 @@ MLFLOW_START_SECONDS = 300
 def start_mlflow(folder: Path, port: int, hub: Hub, admin_password: str) -> subprocess.Popen:
     """The team's tracking server on 127.0.0.1:``port``, its stores in ``folder``."""
     private_dir(folder)
-    (folder / "auth.ini").write_text(
+    write_private(
+        folder / "auth.ini",
         f"[mlflow]\ndefault_permission = NO_PERMISSIONS\ndatabase_uri = sqlite:///{folder / 'auth.db'}\n"
-        f"admin_username = admin\nauthorization_function = {HUB_TOKENS}\n"
+        f"admin_username = admin\nauthorization_function = {HUB_TOKENS}\n",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(
@@ -51,7 +53,7 @@ def start_mlflow(folder: Path, port: int, hub: Hub, admin_password: str) -> subp
     command += ["--host", "127.0.0.1", "--port", str(port), "--serve-artifacts"]
     command += ["--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}"]
     command += ["--artifacts-destination", str(folder / "artifacts")]
-    with open(folder / "server.log", "wb") as log:
+    with open_private(folder / "server.log", "wb") as log:
         return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -72,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make hub", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, help="where the stack keeps its state (default: a new temporary folder)")
     args = parser.parse_args(argv)
-    folder = private_dir(args.dir or Path(tempfile.mkdtemp(prefix="jupyter-air-hub-")))
+    try:  # the secrets go where no other user can read, plant or swap a file
+        folder = private_folder(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="jupyter-air-hub-"))
+    except NotOurs as err:
+        parser.error(f"--dir {args.dir} cannot hold the stack's secrets: {err}")
     stop = threading.Event()
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
@@ -96,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             "mlflow_admin": {"username": "admin", "password": admin_password},
             "not_for_production": "one shared password; every user's server runs as this machine's user",
         }
-        with open_private(folder / "hub-demo.json", "w") as f:
-            json.dump(demo, f, indent=2)
+        write_private(folder / "hub-demo.json", json.dumps(demo, indent=2))
         print(f"Team stack (NOT FOR PRODUCTION) in {folder}\n  JupyterHub {hub.url}  (alice, bob, carol or hubadmin;")
         print(f"  password {hub.password})\n  MLflow {mlflow_url}\n  tokens and URLs: {folder / 'hub-demo.json'}")
         print("Ctrl-C stops it.", flush=True)

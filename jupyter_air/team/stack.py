@@ -18,6 +18,8 @@ import sys
 import time
 import urllib.request
 
+from jupyter_air.owned import write_private
+
 #: Seconds the hub may take to answer (about 5 s on a quiet machine).
 START_SECONDS = 120
 USERS, ADMIN = ("alice", "bob", "carol"), "hubadmin"
@@ -123,7 +125,7 @@ class Hub:
             spawner_args=["--allow-root"] if os.geteuid() == 0 else [],
             starter=os.getpid(),
         )
-        (folder / "jupyterhub_config.py").write_text(config)
+        write_private(folder / "jupyterhub_config.py", config)  # the password and the mlflow service's token
         with open(folder / "hub.log", "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "jupyterhub", "-f", str(folder / "jupyterhub_config.py")],

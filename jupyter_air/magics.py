@@ -86,12 +86,12 @@ class AirMagics(Magics):
         this kernel (its MLflow run id): its card, then its results by rank (an ``%%air_distributed`` cell's names
         come back into the notebook), or its DistributedError."""
         from jupyter_air.training.cell import is_cell_result
-        from jupyter_air.training.remote import attach
+        from jupyter_air.training.remote import follow_again
 
         target = _unquote(line.strip())
         if not target:
             raise UsageError("%air_attach: pass the job run id a remote call printed (job-...) or a call's run id")
-        results = attach(target)
+        results = follow_again(target)
         if results and is_cell_result(results[0]):
             self._take_cell_values(results[0])
             return None

@@ -54,16 +54,19 @@ def header_for(run, *, kind: str, world_size: int, gpus: int, nodes: int = 1) ->
     return Header(run=described, kind=kind, world_size=world_size, nodes=nodes, gpus=gpus_in_use(gpus))
 
 
-def header_from_run(tracking, run_id: str, *, world_size: int, gpus: int, nodes: int = 1) -> Header:
-    """The card's fixed part for a run created elsewhere (a job's), read from the tracking store."""
+def header_from_run(
+    tracking, info, *, world_size: int, gpus: int, nodes: int = 1, job_run_id: str | None = None
+) -> Header:
+    """The card's fixed part for a run created elsewhere (job ``job_run_id``'s), from its ``info`` and the store."""
     from jupyter_air.tracking.links import links
 
-    info = tracking.get_run(run_id).info
-    found = links(info.experiment_id, run_id)
+    found = links(info.experiment_id, info.run_id)
     experiment = tracking.get_experiment(info.experiment_id).name
-    described = RunRef(run_id, info.run_name, found.run, experiment, found.experiment)
+    described = RunRef(info.run_id, info.run_name, found.run, experiment, found.experiment)
     per_node = gpus_in_use(gpus // max(nodes, 1))
-    return Header(run=described, kind="distributed", world_size=world_size, nodes=nodes, gpus=per_node)
+    return Header(
+        run=described, kind="distributed", world_size=world_size, nodes=nodes, gpus=per_node, job_run_id=job_run_id
+    )
 
 
 def ending_for(exc: BaseException | None, nodes: int = 1) -> tuple[str | None, Failure | None]:
@@ -144,13 +147,14 @@ class RunCard:
             return f"rank {rank}"
         return f"node {rank // (header.world_size // header.nodes)} rank {rank}"
 
-    def finish(self, status: str, exc: BaseException | None) -> None:
-        """Show the final state: the last metrics, the status and, for a failure, where and why."""
+    def finish(self, status: str, exc: BaseException | None, ended_ms: int | None = None) -> None:
+        """Show the final state: the last metrics, the status and, for a failure, where and why (ended at
+        ``ended_ms``, the run's own end when known, else now)."""
         self._stop_updates()
         self._read_metrics()
         reason, failure = ending_for(exc, self.state.header.nodes)
         with self._lock:
-            self.state.finish(status, reason=reason, failure=failure)
+            self.state.finish(status, reason=reason, failure=failure, ended_ms=ended_ms)
         self._leave(self._data())
 
     def detach(self) -> None:

@@ -55,6 +55,7 @@ def card_json(state: CardState) -> dict:
         "world_size": h.world_size,
         "nodes": h.nodes,
         "gpus": list(h.gpus),
+        "job_run_id": h.job_run_id,
         "status": state.status,
         "started_ms": state.started_ms,
         "ended_ms": state.ended_ms,
@@ -75,6 +76,11 @@ def placement_text(data: dict) -> str:
     ranks, nodes, gpus = data["world_size"], data["nodes"], data["gpus"]
     devices = f"GPU{'s' * (len(gpus) != 1)} {', '.join(gpus)}" if gpus else "CPU"
     return f"{ranks} rank{'s' * (ranks != 1)} on {nodes} node{'s' * (nodes != 1)} · {devices}"
+
+
+def job_text(job_run_id: str) -> str:
+    """``job job-… · follow it again from any kernel: %air_attach job-…``."""
+    return f"job {job_run_id} · follow it again from any kernel: %air_attach {job_run_id}"
 
 
 def energy_text(energy: dict) -> str:
@@ -117,6 +123,8 @@ def render_html(data: dict, now_ms: int | None = None) -> str:
         f"{html.escape(status.lower())}</span> · {duration(_seconds(data, now_ms))}"
         f" · {html.escape(placement_text(data))}{hint}</div>",
     ]
+    if data.get("job_run_id"):
+        parts.append(f'<div class="jp-Air-runCard-job">{html.escape(job_text(data["job_run_id"]))}</div>')
     if data["failure"]:
         parts.append(
             f'<div class="jp-Air-runCard-failure" style="color:{STATUS_COLOURS[FAILED]}">Failed on '
@@ -183,6 +191,8 @@ def render_text(data: dict, now_ms: int | None = None) -> str:
         f"{data['status'].lower()} after {duration(_seconds(data, now_ms))} · {where}",
         f"  {placement_text(data)}",
     ]
+    if data.get("job_run_id"):
+        lines.append(f"  {job_text(data['job_run_id'])}")
     if data["failure"]:
         lines.append(f"  Failed on {failure_text(data['failure'])}")
     elif data["reason"]:

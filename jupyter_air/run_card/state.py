@@ -67,15 +67,23 @@ class Header:
     world_size: int
     nodes: int
     gpus: tuple[str, ...]  # as CUDA_VISIBLE_DEVICES names them
+    job_run_id: str | None = None  # the job a remote call runs as: follow it again with %air_attach
 
 
 class CardState:
     """The card's state; every change bumps :attr:`revision`, so a view knows when to redraw."""
 
-    def __init__(self, header: Header, *, max_lines_per_rank: int = MAX_LINES_PER_RANK, clock=time.time):
+    def __init__(
+        self,
+        header: Header,
+        *,
+        max_lines_per_rank: int = MAX_LINES_PER_RANK,
+        clock=time.time,
+        started_ms: int | None = None,
+    ):
         self.header = header
         self.status = RUNNING
-        self.started_ms = int(clock() * 1000)
+        self.started_ms = int(clock() * 1000) if started_ms is None else started_ms  # the run's own, when known
         self.ended_ms: int | None = None
         self.reason: str | None = None
         self.failure: Failure | None = None
@@ -111,14 +119,17 @@ class CardState:
         self.metrics, self.energy = metrics, energy
         self.revision += 1
 
-    def finish(self, status: str, *, reason: str | None = None, failure: Failure | None = None) -> None:
-        """End the card (once): FINISHED, FAILED (with where and why) or KILLED (with why)."""
+    def finish(
+        self, status: str, *, reason: str | None = None, failure: Failure | None = None, ended_ms: int | None = None
+    ) -> None:
+        """End the card (once): FINISHED, FAILED (with where and why) or KILLED (with why), at ``ended_ms`` (the
+        run's own end, when known) or now."""
         if not self.running:
             return
         if status not in (FINISHED, FAILED, KILLED):
             raise ValueError(f"a run card ends FINISHED, FAILED or KILLED, not {status!r}")
         self.status, self.reason, self.failure = status, reason, failure
-        self.ended_ms = int(self._clock() * 1000)
+        self.ended_ms = int(self._clock() * 1000) if ended_ms is None else ended_ms
         for rank in range(len(self._rank_states)):
             self._rank_states[rank] = self._end_state(rank)
         self.revision += 1

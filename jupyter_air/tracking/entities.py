@@ -50,6 +50,8 @@ class RunInfo:
     run_name: str
     status: str
     artifact_uri: str
+    start_time: int | None = None  # epoch milliseconds
+    end_time: int | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,8 @@ class Run:
                 info.get("run_name", ""),
                 info.get("status", "RUNNING"),
                 info.get("artifact_uri", ""),
+                _ms(info.get("start_time")),
+                _ms(info.get("end_time")),
             ),
             RunData(
                 [Metric.of(m) for m in body.get("metrics", [])],
@@ -84,3 +88,8 @@ class Run:
                 {t["key"]: t.get("value", "") for t in body.get("tags", [])},
             ),
         )
+
+
+def _ms(value) -> int | None:
+    """An epoch-millisecond time as MLflow's REST API writes it (a string of digits), or None."""
+    return int(value) if value not in (None, "") else None

@@ -28,7 +28,15 @@ def _run(run) -> Run:
     info = run.info
     metrics = [Metric(m.key, m.value, m.timestamp, m.step) for m in run.to_proto().data.metrics]
     return Run(
-        RunInfo(info.run_id, info.experiment_id, info.run_name or "", info.status, info.artifact_uri or ""),
+        RunInfo(
+            info.run_id,
+            info.experiment_id,
+            info.run_name or "",
+            info.status,
+            info.artifact_uri or "",
+            info.start_time,
+            info.end_time,
+        ),
         RunData(metrics, dict(run.data.params), dict(run.data.tags)),
     )
 

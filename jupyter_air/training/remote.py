@@ -21,6 +21,7 @@ from jupyter_air.tracking.naming import GPUS_TAG, JOB_TAG, REMOTE_TAG, WORLD_SIZ
 from jupyter_air.training import runs
 from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.call_runner import CONTEXT, PAYLOAD, RESULTS
+from jupyter_air.training.cell import is_cell_result
 from jupyter_air.training.errors import CallDetached, DistributedError
 from jupyter_air.training.launch import call_context, pack, world_size_for
 from jupyter_air.training.options import RunOptions
@@ -99,15 +100,26 @@ def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
         raise DistributedError(f"job {job_run_id} ended {job.status} before its run started: {job.error}")
     card.add_lines(_new_lines(jobs, job, attempt.attempt, readers, final=True))
     results, exc = _outcome(jobs, job)
-    card.finish(_JOB_STATUS.get(job.status, "FAILED"), exc)
+    card.finish(_JOB_STATUS.get(job.status, "FAILED"), exc, _ended_ms(job, attempt.mlflow_run_id))
     if exc is not None:
         raise exc
     return results
 
 
-def attach(run_or_job_id: str) -> list:
-    """Follow a job run (``job-...``) until it ends, or show again a call of this kernel (its MLflow run id) or the
-    job behind a run; each rank's result, or the call's DistributedError."""
+def attach(run_or_job_id: str) -> list | dict:
+    """Follow a remote call again until it ends (its job run id ``job-...``, from any kernel), or show again a call
+    of this kernel (its MLflow run id): its card, then each rank's result, or the call's ``DistributedError``.
+
+    For an ``%%air_distributed --remote`` cell, the names the cell assigned on rank 0 (``{name: value}``), as the
+    magic takes them into the notebook."""
+    results = follow_again(run_or_job_id)
+    if results and is_cell_result(results[0]):
+        return results[0]["values"]
+    return results
+
+
+def follow_again(run_or_job_id: str) -> list:
+    """:func:`attach`'s card and results by rank as the ranks returned them."""
     from jupyter_air.workloads.jobs import JobNotFound, Jobs
 
     if run_or_job_id in _RECENT:
@@ -172,15 +184,29 @@ def _card(job, run_id: str, starting: StartingCard) -> RunCard | None:
     from jupyter_air.tracking.store import tracker
 
     tracking = tracker(job.tracking_uri)
-    tags = dict(tracking.get_run(run_id).data.tags)
+    run = tracking.get_run(run_id)
+    tags = dict(run.data.tags)
     if WORLD_SIZE_TAG not in tags:  # a cluster call says it once its nodes are placed
         return None
+    world_size, gpus = int(tags[WORLD_SIZE_TAG]), int(tags.get(GPUS_TAG, 0))
     header = header_from_run(
-        tracking, run_id, world_size=int(tags[WORLD_SIZE_TAG]), gpus=int(tags.get(GPUS_TAG, 0)), nodes=job.num_nodes
+        tracking, run.info, world_size=world_size, gpus=gpus, nodes=job.num_nodes, job_run_id=job.job_run_id
     )
-    card = RunCard(CardState(header), MetricReader(tracking, run_id), card_mode(), stoppable=True)
+    state = CardState(header, started_ms=run.info.start_time)  # the run's own start, also when attached later
+    card = RunCard(state, MetricReader(tracking, run_id), card_mode(), stoppable=True)
     card.show(starting.handle)
     return card
+
+
+def _ended_ms(job, run_id: str) -> int | None:
+    """When the job's run ended, as its store says (None: not known; the card then ends now)."""
+    from jupyter_air.tracking.entities import TrackingError
+    from jupyter_air.tracking.store import tracker
+
+    try:
+        return tracker(job.tracking_uri).get_run(run_id).info.end_time
+    except TrackingError:
+        return None
 
 
 def _new_lines(jobs, job, attempt: int, readers: dict, final: bool = False) -> list[tuple[int, str]]:

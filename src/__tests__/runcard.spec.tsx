@@ -28,6 +28,7 @@ function card(changes: Partial<ICardData> = {}): ICardData {
     world_size: 2,
     nodes: 1,
     gpus: ['0', '1'],
+    job_run_id: null,
     status: 'RUNNING',
     started_ms: STARTED_MS,
     ended_ms: null,
@@ -50,10 +51,22 @@ function card(changes: Partial<ICardData> = {}): ICardData {
 
 const dom = reactRoot();
 
-function render(data: ICardData, stop: StopState = { phase: 'idle' }, onStop = () => {}): void {
+function render(
+  data: ICardData,
+  stop: StopState = { phase: 'idle' },
+  onStop = () => {},
+  onCopy: (text: string) => void = () => {}
+): void {
   act(() =>
     dom.root.render(
-      <RunCard data={data} nowMs={STARTED_MS + 65_000} stop={stop} onStop={onStop} trans={trans} />
+      <RunCard
+        data={data}
+        nowMs={STARTED_MS + 65_000}
+        stop={stop}
+        onStop={onStop}
+        onCopy={onCopy}
+        trans={trans}
+      />
     )
   );
 }
@@ -177,6 +190,33 @@ describe('RunCard', () => {
     expect(text('.jp-Air-runCard-energy')).toBe('GPU energy 0.869 Wh');
     render(card({ ...ended, energy: { watt_hours: 1234.5, simulated: true } }));
     expect(text('.jp-Air-runCard-energy')).toBe('GPU energy 1.23 kWh (simulated GPUs)');
+  });
+});
+
+describe('RunCard of a remote call', () => {
+  it('shows its job id with Copy and the line that follows it again', () => {
+    // Given a running card of a call that runs as a job
+    const copied: string[] = [];
+    render(
+      card({ job_run_id: 'job-3f9a1c2b7d4e' }),
+      { phase: 'idle' },
+      () => {},
+      text => copied.push(text)
+    );
+
+    // Then the job line names the job and how to attach to it
+    const line = dom.container.querySelector('.jp-Air-runCard-job');
+    expect(line?.textContent).toContain('job job-3f9a1c2b7d4e');
+    expect(line?.textContent).toContain('%air_attach job-3f9a1c2b7d4e');
+
+    // When Copy is clicked, Then the job id goes to the clipboard
+    act(() => (line?.querySelector('button') as HTMLButtonElement).click());
+    expect(copied).toEqual(['job-3f9a1c2b7d4e']);
+  });
+
+  it('shows no job line for a call in the kernel', () => {
+    render(card());
+    expect(dom.container.querySelector('.jp-Air-runCard-job')).toBeNull();
   });
 });
 

@@ -12,6 +12,8 @@ export namespace RunCard {
     nowMs: number;
     stop: StopState;
     onStop: () => void;
+    /** Put a text (the job id) on the clipboard. */
+    onCopy: (text: string) => void;
     trans: TranslationBundle;
   }
 }
@@ -40,6 +42,9 @@ export function RunCard(props: RunCard.IProps): JSX.Element {
         )}
         <StopButton {...props} />
       </div>
+      {data.job_run_id ? (
+        <JobLine jobRunId={data.job_run_id} onCopy={props.onCopy} trans={trans} />
+      ) : null}
       {data.failure ? <FailureLine failure={data.failure} trans={trans} /> : null}
       {!data.failure && data.reason ? (
         <div className="jp-Air-runCard-reason">{data.reason}</div>
@@ -114,6 +119,30 @@ function StopButton(props: RunCard.IProps): JSX.Element | null {
     >
       {stopping ? trans.__('Stopping…') : trans.__('Stop')}
     </button>
+  );
+}
+
+/** A remote call's job: its id with Copy, and how to follow it again from any kernel. */
+function JobLine(props: {
+  jobRunId: string;
+  onCopy: (text: string) => void;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { jobRunId, trans } = props;
+  return (
+    <div className="jp-Air-runCard-job">
+      {trans.__('job')} <code>{jobRunId}</code>{' '}
+      <button
+        type="button"
+        className="jp-Air-copy"
+        title={trans.__('Copy the job id (for %air_attach, air logs, air cancel)')}
+        aria-label={trans.__('Copy %1', jobRunId)}
+        onClick={() => props.onCopy(jobRunId)}
+      >
+        {trans.__('Copy')}
+      </button>{' '}
+      · {trans.__('follow it again from any kernel:')} <code>{`%air_attach ${jobRunId}`}</code>
+    </div>
   );
 }
 

@@ -48,6 +48,8 @@ export interface ICardData {
   world_size: number;
   nodes: number;
   gpus: string[];
+  /** The job a remote call runs as (`job-…`), to follow again with `%air_attach`; null for a call in the kernel. */
+  job_run_id: string | null;
   status: RunStatus;
   started_ms: number;
   ended_ms: number | null;

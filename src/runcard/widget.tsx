@@ -1,5 +1,6 @@
 /** The run card's widget model and view, registered with the Jupyter widget manager as `jupyter-air`. */
 import { DOMWidgetModel, DOMWidgetView } from '@jupyter-widgets/base';
+import { Clipboard } from '@jupyterlab/apputils';
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 import { createRoot, Root } from 'react-dom/client';
@@ -77,6 +78,7 @@ export function createRunCardWidgets(options: IRunCardOptions): {
           nowMs={now()}
           stop={this._stop}
           onStop={() => void this._onStop(data.run.id)}
+          onCopy={text => Clipboard.copyToSystem(text)}
           trans={options.trans}
         />
       );

@@ -106,3 +106,25 @@ def test_a_distributed_cell_is_listed_as_distributed(shell, store):
     assert run.data.tags["air.source"] == "distributed" and run.data.tags["air.function"] == "air_distributed cell"
     # And the notebook's x and i, which the cell sets itself, are no parameters of it
     assert run.data.params == {}
+
+
+@pytest.mark.usefixtures("no_orphans")
+def test_attaching_to_a_remote_cell_gives_back_its_values(shell, store):
+    from jupyter_air import attach
+
+    # Given a %%air_distributed cell that ran as a job, reading lr and setting scaled
+    shell.user_ns["lr"] = 0.5
+    options = "--gpus 2 --experiment magics-remote --no-system-metrics --remote"
+    shell.run_cell_magic("air_distributed", options, "scaled = lr * 2")
+    assert shell.user_ns["scaled"] == 1.0
+
+    # When it is attached to again with jupyter_air.attach
+    (run,) = store.search_runs([store.get_experiment_by_name("magics-remote").experiment_id])
+    shell.user_ns.pop("scaled")
+    returned = attach(run.data.tags["air.job_run_id"])
+
+    # Then it returns the cell's values as the magic takes them, not the ranks' internal results
+    assert returned == {"scaled": 1.0}
+    # And %air_attach puts them back into the notebook
+    shell.run_line_magic("air_attach", run.data.tags["air.job_run_id"])
+    assert shell.user_ns["scaled"] == 1.0

@@ -13,6 +13,8 @@ import pytest
 from nbclient import NotebookClient
 from notebook_helpers import outputs_text
 
+from jupyter_air.format import duration
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -91,6 +93,10 @@ def test_a_remote_call_outlives_its_kernel_and_a_new_kernel_attaches_to_it(kerne
     assert nb.cells[1].outputs[-1]["data"]["text/plain"] == "[0, 10]"
     (run,) = runs_of("remote-nb")
     assert run.info.status == "FINISHED"
+    # And its card names the job with the line that follows it again, and counts the run's own time, from its
+    # start before the first kernel's interrupt to its end
+    assert f"job {job_run_id} · follow it again from any kernel: %air_attach {job_run_id}" in attached
+    assert f"finished</span> · {duration((run.info.end_time - run.info.start_time) / 1000)} ·" in attached
 
 
 @pytest.mark.usefixtures("no_orphans")

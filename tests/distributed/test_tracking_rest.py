@@ -127,6 +127,7 @@ def test_runs_on_a_tracking_server_go_through_its_rest_api_with_mlflows_credenti
 def test_a_tracking_server_error_reads_as_in_mlflows_own_client(tracking_server, store, monkeypatch):
     from mlflow.tracking import MlflowClient
 
+    from jupyter_air.tracking.store import tracker
     from jupyter_air.training.runs import create_run
 
     # Given a run id that the tracking server does not know, to resume
@@ -134,9 +135,14 @@ def test_a_tracking_server_error_reads_as_in_mlflows_own_client(tracking_server,
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_server)
     monkeypatch.setenv("MLFLOW_RUN_ID", missing)
 
-    # When a call resumes it, Then it fails with MLflow's own words, as MLflow's client says them
+    # When it is read, Then the error is MLflow's own words, as MLflow's client says them
     with pytest.raises(TrackingError) as ours:
-        create_run(experiment=None, run_name=None, tags={})
+        tracker().get_run(missing)
     with pytest.raises(Exception) as theirs:
         MlflowClient(tracking_server).get_run(missing)
     assert str(ours.value) == str(theirs.value) == f"RESOURCE_DOES_NOT_EXIST: Run with id={missing} not found"
+    # And a call that resumes it says which variable named it, in which store, with the server's words
+    with pytest.raises(TrackingError) as resumed:
+        create_run(experiment=None, run_name=None, tags={})
+    assert f"MLFLOW_RUN_ID={missing} names no run of {tracking_server}" in str(resumed.value)
+    assert str(theirs.value) in str(resumed.value)

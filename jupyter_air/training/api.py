@@ -8,7 +8,7 @@ import inspect
 import time
 
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
-from jupyter_air.run_card.card import card_mode
+from jupyter_air.run_card.card import card_mode, gpus_in_use
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
 from jupyter_air.training import remote, runs
@@ -117,8 +117,8 @@ def _run_tracked(
             )
             call.release(runs.worker_environment(run.run))
             run.announce(params, log_system_metrics=False)
-            if options.log_system_metrics:
-                call.sample_metrics(run.run)  # where its ranks run: this kernel, or each node (system/node_<n>/...)
+            if options.log_system_metrics:  # where its ranks run: this kernel, or each node (system/node_<n>/...)
+                call.sample_metrics(run.run, gpus_in_use(int(tags[GPUS_TAG]) // call.nodes))
             _wait(call, tail, run, options.timeout)
         finally:
             call.stop()

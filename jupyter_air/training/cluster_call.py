@@ -14,6 +14,7 @@ import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from jupyter_air import scratch
@@ -140,7 +141,7 @@ class ClusterCall:
                 self.work.ask("sample_metrics", lambda node: sampling)
             self.work.ask("release", lambda node: (env,))
 
-    def sample_metrics(self, run) -> None:
+    def sample_metrics(self, run, gpus: Sequence[str]) -> None:
         """Nothing more: each node samples its own system metrics into the run, as :meth:`release` asked."""
 
     @property

@@ -14,6 +14,7 @@ import pathlib
 import shutil
 import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from jupyter_air import scratch
@@ -199,9 +200,10 @@ class Call:
         self._launcher = Launcher.get()
         self._events = self._launcher.launch(self.id, self.folder, asdict(self.place), self._reserved_port)
 
-    def sample_metrics(self, run) -> None:
-        """Sample the system metrics of this node, where every rank runs, into ``run`` (a ManagedRun)."""
-        run.start_system_metrics()
+    def sample_metrics(self, run, gpus: Sequence[str]) -> None:
+        """Sample the system metrics of this node, where every rank runs, into ``run`` (a ManagedRun), with the
+        energy of ``gpus``, the ranks' GPUs (none for CPU ranks), as a remote call's runner does."""
+        run.start_system_metrics(gpus=list(gpus))
 
     def log_files(self) -> dict[str, dict[int, pathlib.Path]]:
         """``{artifact folder: {global rank: log file}}`` of every rank of the call."""

@@ -150,3 +150,30 @@ def test_the_panels_show_each_runs_energy_and_whether_it_was_simulated(store, nv
     assert real["energy_watt_hours"] == metrics[0]["system/total_energy_watt_hours"] > 0
     assert fake["energy_watt_hours"] == metrics[1]["system/total_energy_watt_hours"] > 0
     assert real["gpus_simulated"] is False and fake["gpus_simulated"] is True
+
+
+@pytest.mark.usefixtures("no_orphans")
+def test_a_cpu_call_logs_no_gpu_energy_in_the_kernel_and_as_a_job(store, runs_of, monkeypatch):
+    from jupyter_air import distributed
+
+    # Given a node with (simulated) GPUs and a call on 2 CPU ranks
+    monkeypatch.setenv("JUPYTER_AIR_GPU_SOURCE", "simulated")
+    monkeypatch.setenv("AIR_SYSTEM_METRICS_INTERVAL_SECONDS", "1")
+
+    @distributed(gpus=2, experiment="energy-cpu-call")
+    def train():
+        import time
+
+        time.sleep(1.5)
+        return 0
+
+    # When it runs in the kernel, and as a job
+    train.distributed()
+    train.distributed(remote=True)
+
+    # Then neither run counts the GPUs its ranks were not given, wherever it ran
+    runs = runs_of("energy-cpu-call")
+    assert len(runs) == 2
+    for run in runs:
+        assert "system/cpu_utilization_percentage" in run.data.metrics
+        assert not [k for k in run.data.metrics if "energy" in k], run.data.tags.get("air.remote")

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
+from jupyter_air.tracking.sample_times import sample_delays
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ class SystemMetrics:
         self.stop()
 
     def start(self) -> None:
-        """Begin sampling in a daemon thread; the first sample is logged after one interval."""
+        """Begin sampling in a daemon thread: every second at first, then every interval (:mod:`.sample_times`)."""
         if self._thread is not None:
             return
         from jupyter_air.tracking.store import tracker
@@ -250,7 +251,9 @@ class SystemMetrics:
         return tags
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_seconds):
+        for delay in sample_delays(self.interval_seconds):
+            if self._stop.wait(delay):
+                return
             self._sample_and_log()
 
     def _collect(self) -> None:

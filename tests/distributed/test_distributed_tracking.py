@@ -194,6 +194,23 @@ def test_system_metrics_keep_sampling_after_a_worker_ends_the_run(store):
     assert not source.closed  # the caller's source stays the caller's
 
 
+def test_a_run_is_sampled_every_second_at_first_then_every_interval():
+    import itertools
+
+    from jupyter_air.tracking.sample_times import sample_delays
+
+    # Given the default 10 s interval, When a run's samples are timed
+    delays = list(itertools.islice(sample_delays(10.0), 14))
+    times = list(itertools.takewhile(lambda t: t <= 11.0, itertools.accumulate(sample_delays(10.0))))
+
+    # Then the first come every second, then every 2 and 5 s, then every interval: an 11 s run gets 8 samples
+    # (and the final one), where it got 1 before; a long run gets 8 more than at the interval alone
+    assert delays == [1.0] * 5 + [2.0] * 3 + [5.0] * 2 + [10.0] * 4
+    assert times == [1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 9.0, 11.0]
+    # And a shorter interval is never stretched
+    assert set(itertools.islice(sample_delays(0.2), 20)) == {0.2}
+
+
 def test_a_call_shorter_than_one_interval_still_gets_a_sample(store):
     # Given a 10 s interval and a node without GPUs (the real NVML source reports none here)
     run = store.create_run(store.create_experiment("tracking-short"))

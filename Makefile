@@ -30,8 +30,11 @@ node_modules/.air-stamp: package.json yarn.lock $(VENV)/.air-deps
 frontend: node_modules/.air-stamp
 	jlpm build
 
-# The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`).
+# The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`). It also
+# puts install.json into the environment's labextension folder, which `labextension develop` made a link to the
+# built extension: a reinstall (after a change to pyproject.toml) would pack that copy twice and fail, so it goes.
 $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
+	rm -f jupyter_air/labextension/install.json
 	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray,team,docs]"
 	jupyter labextension develop --overwrite .
 	touch $@

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from fake_pynvml import FakeGpu, FakeNvml
@@ -56,6 +59,15 @@ def restore_gpu_source_environment(monkeypatch):
         monkeypatch.setenv(name, os.environ.get(name, ""))  # records the value to put back after the test
         if not os.environ[name]:
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def shared_tmp():
+    """A temp folder other local users (``nobody``) may enter: pytest's own are root-only."""
+    folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -70,21 +68,12 @@ def test_a_link_among_the_folders_is_refused_and_nothing_is_written(tmp_path, lo
     assert list(elsewhere.iterdir()) == []
 
 
-@pytest.fixture
-def open_folder():
-    """A folder other users may enter (pytest's own temporary folders are root's alone)."""
-    folder = Path(tempfile.mkdtemp(prefix="air-artifacts-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
-
-
 @root_only
-def test_files_are_written_as_the_account_asked_never_as_this_process(open_folder, log):
+def test_files_are_written_as_the_account_asked_never_as_this_process(shared_tmp, log):
     # Given the account nobody, a folder it owns and one only root may write
     nobody = pwd.getpwnam("nobody")
     as_nobody = {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
-    theirs, roots = open_folder / "theirs", open_folder / "roots"
+    theirs, roots = shared_tmp / "theirs", shared_tmp / "roots"
     theirs.mkdir()
     roots.mkdir(mode=0o755)
     os.chown(theirs, nobody.pw_uid, nobody.pw_gid)

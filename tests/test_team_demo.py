@@ -53,16 +53,21 @@ def open_parent(tmp_path):
     shutil.rmtree(parent, ignore_errors=True)
 
 
-def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_parent):
-    # Given `make hub` started in a folder
-    folder = open_parent / "stack"
-    demo = subprocess.Popen(
+def start_demo(folder: Path) -> subprocess.Popen:
+    """`make hub --dir folder`, in a process group of its own (Ctrl-C to the group stops all it started)."""
+    return subprocess.Popen(
         [sys.executable, "-m", "jupyter_air.team.demo", "--dir", str(folder)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
     )
+
+
+def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_parent):
+    # Given `make hub` started in a folder
+    folder = open_parent / "stack"
+    demo = start_demo(folder)
     try:
         deadline = time.monotonic() + START_SECONDS
         while not (folder / "hub-demo.json").exists():
@@ -137,13 +142,7 @@ def test_make_hub_starts_the_team_stack_writes_its_tokens_and_stops_it_all(open_
 def demo_exit(folder: Path) -> tuple[int | None, str]:
     """The exit status and output of `make hub --dir folder` (None if it was still starting after 30 s: then it is
     stopped with Ctrl-C, which stops all it started)."""
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_air.team.demo", "--dir", str(folder)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    demo = start_demo(folder)
     try:
         return demo.wait(timeout=30), demo.stdout.read()
     except subprocess.TimeoutExpired:

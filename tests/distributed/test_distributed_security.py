@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sysconfig
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -89,15 +86,6 @@ def slow_all_reduce(seconds):
     time.sleep(seconds)  # the other user has time to find every listener and write to it
     dist.barrier()
     return value.item()
-
-
-@pytest.fixture
-def shared_tmp():
-    """A folder the other user may read (pytest's temp folders are the owner's only)."""
-    folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="acting as a second user needs root to switch users")

@@ -44,6 +44,11 @@ def evaluate():
 
 evaluate.distributed()`;
 
+/** Plain MLflow in the notebook: the kernel's MLflow tracks into the same store as the calls. */
+const PLAIN_MLFLOW = `import mlflow
+with mlflow.start_run(run_name="plain-mlflow"):
+    mlflow.log_metric("val_loss", 0.5)`;
+
 /** A cell that submits an `air` job printing a line every half second for two minutes. */
 const SUBMIT_JOB = `import pathlib, subprocess, sys, textwrap
 pathlib.Path("steps.py").write_text(textwrap.dedent('''
@@ -81,7 +86,7 @@ test.describe('Experiment panel', () => {
   }, testInfo) => {
     test.setTimeout(420_000);
     // Given a notebook that trains on 2 ranks, then runs a %%air_run cell, and the panel open
-    await openNotebook(page, `${tmpPath}/experiment.ipynb`, [TRAIN, CELL_RUN]);
+    await openNotebook(page, `${tmpPath}/experiment.ipynb`, [TRAIN, CELL_RUN, PLAIN_MLFLOW]);
     await openExperimentPanel(page);
     const panel = page.locator(EXPERIMENT_PANEL);
     await expect(panel.locator('.jp-Air-notebook')).toHaveText('experiment.ipynb');
@@ -97,8 +102,8 @@ test.describe('Experiment panel', () => {
     await expect(ddp.locator('.jp-Air-source-badge').first()).toHaveText('distributed');
     await expect(ddp.locator('.jp-Air-metric').first()).toHaveText('train_loss 0.125');
     await expect(ddp.locator('.jp-Air-run-duration').first()).toHaveText(/^\d+\.\ds$/);
-    // And the GPU energy its end logged, labelled as the simulated GPUs' it is
-    await expect(ddp.locator('.jp-Air-run-energy').first()).toHaveText(/^[\d.]+ k?Wh simulated$/);
+    // And no GPU energy: its ranks ran on CPUs, whatever GPUs the node has
+    await expect(ddp.locator('.jp-Air-run-energy')).toHaveCount(0);
 
     // When the %%air_run cell, which makes a distributed call of its own, runs
     await page.notebook.runCell(1);
@@ -109,9 +114,18 @@ test.describe('Experiment panel', () => {
     const nested = cell.locator('.jp-Air-runs .jp-Air-run');
     await expect(nested.locator('.jp-Air-run-name')).toHaveText(['nested-call']);
     await expect(nested).toHaveAttribute('data-status', 'FINISHED');
+    // And the GPU energy its end logged (the kernel's visible GPUs), labelled as the simulated GPUs' it is
+    await expect(cell.locator('.jp-Air-run-energy').first()).toHaveText(/^[\d.]+ k?Wh simulated$/);
+
+    // When a cell logs a run with plain MLflow
+    await page.notebook.runCell(2);
+    // Then that run is the notebook's too, listed beside the calls
+    const plain = runRow(page, 'plain-mlflow');
+    await expect(plain).toHaveAttribute('data-status', 'FINISHED', { timeout: 60_000 });
+    await expect(plain.locator('.jp-Air-metric').first()).toHaveText('val_loss 0.5');
     await expect(
       panel.locator('.jp-Air-experiment > .jp-Air-runs-section > .jp-Air-runs > .jp-Air-run')
-    ).toHaveCount(2);
+    ).toHaveCount(3);
     await panel.screenshot({ path: testInfo.outputPath('experiment-panel.png') });
 
     // When the runs are ordered by GPU energy, Then they are listed by the energy each shows, most first

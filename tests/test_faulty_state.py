@@ -1,5 +1,6 @@
 """A damaged job database or MLflow store, seen through a real Jupyter server: the routes answer 503 naming the
-file and what to do, the MLflow UI's first visit ends as soon as the UI process exits, the job checks log once."""
+file and what to do, the MLflow UI's first visit ends as soon as the UI process exits, its background start backs
+off until the file changes, the job checks log once."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import psutil
 import pytest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_air.server.tasks import JobChecks
+from jupyter_air.server import tasks
+from jupyter_air.server.tasks import JobChecks, UiAutostart
+from jupyter_air.tracking import resident
 
 GARBAGE = 64 << 10
 
@@ -170,3 +173,77 @@ class TestAnAirHomeThatIsAFile:
         assert error.value.code == 503 and f"AIR_HOME={home} is not a folder" in error.value.response.body.decode()
         assert ui_processes(home) == []
         assert home.read_text() == "notes"
+
+
+class TestADamagedStoreWithTheUiStartedInTheBackground:
+    @pytest.fixture
+    def home(self, home, air_config, monkeypatch):
+        """The MLflow UI started in the background, tried again 1 s after a failed start (then 2, 4 ...); the
+        server's own checks never come: the test makes each one, on a clock it moves."""
+        monkeypatch.setattr(tasks, "UI_CHECK_SECONDS", 3600.0)
+        air_config.update(mlflow_ui_autostart=True, mlflow_ui_retry_seconds=1.0)
+        return home
+
+    @pytest.fixture
+    def starts(self, monkeypatch) -> list:
+        """The MLflow UI processes started (each by the real ``resident._spawn``)."""
+        started, spawn = [], resident._spawn
+
+        def counted(*args):
+            started.append(spawn(*args))
+            return started[-1]
+
+        monkeypatch.setattr(resident, "_spawn", counted)
+        return started
+
+    async def test_it_starts_less_and_less_often_and_at_once_when_the_file_changes(
+        self, jp_serverapp, jp_fetch, home, starts, caplog
+    ):
+        # Given a damaged store, and the server's background start of its MLflow UI on a clock the test moves
+        damage(home / "mlflow.db")
+        (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_air"]
+        (autostart,) = [task for task in app._tasks if isinstance(task, UiAutostart)]
+        now = [0.0]
+        autostart.ui.retry.clock = lambda: now[0]
+
+        # When it checks every second for 8 s
+        for second in range(8):
+            now[0] = float(second)
+            await autostart._check()
+
+        # Then it started the UI at 0, 1, 3 and 7 s, not at every check, and said why once, naming the file
+        assert len(starts) == 4
+        said = ui_start_warnings(caplog)
+        assert len(said) == 1 and f"{home / 'mlflow.db'} is damaged" in said[0] and "tried again in 1 s" in said[0]
+        # And the UI route still answers 503 naming the file
+        with pytest.raises(HTTPClientError) as error:
+            await jp_fetch("mlflow/", request_timeout=100)
+        assert error.value.code == 503 and f"{home / 'mlflow.db'} is damaged" in error.value.response.body.decode()
+
+        # When the file is replaced by another damaged copy, Then the next check starts it at once, said once more
+        started = len(starts)
+        (home / "other.db").write_bytes(os.urandom(GARBAGE))
+        (home / "other.db").replace(home / "mlflow.db")
+        await autostart._check()
+        await autostart._check()
+        assert len(starts) == started + 1
+        assert len(ui_start_warnings(caplog)) == 2
+
+        # When it is moved aside and a new store takes its place (an empty file, which the UI's start sets up)
+        (home / "mlflow.db").rename(home / "mlflow.db.damaged")
+        (home / "mlflow.db").touch(mode=0o600)
+        try:
+            await autostart._check()
+
+            # Then the next check starts the UI at once, and its route answers
+            assert len(starts) == started + 2 and autostart.ui.running
+            assert (await jp_fetch("mlflow/health", request_timeout=100)).code == 200
+        finally:
+            resident.stop(resident.record_path(autostart.ui.uri))
+        assert ui_processes(home) == []
+
+
+def ui_start_warnings(caplog) -> list[str]:
+    """What the background start of the MLflow UI warned about."""
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    return [m for m in said if m.startswith("jupyter_air: the MLflow UI")]

@@ -105,3 +105,31 @@ async def test_identical_concurrent_polls_share_one_search(runs, notebook, mlflo
     assert [r["run_id"] for r in answers[0]["runs"]] == [r["run_id"] for r in one["runs"]] == [run_id]
     assert all(answer == answers[0] for answer in answers) and len(arrived) == polls
     assert searches["runs"] - counted == per_poll
+
+
+async def test_an_unchanged_poll_is_answered_on_the_event_loop_by_the_servers_one_query(
+    runs, notebook, mlflow_client, searches, monkeypatch
+):
+    from jupyter_air.server import panel_handlers
+    from jupyter_air.tracking.runs_query import RunsQuery
+
+    # Given a notebook's run, polled once by the panel
+    experiment_id = mlflow_client.create_experiment(f"unchanged-{uuid.uuid4().hex}")
+    tags = {"air.notebook_path": os.environ["JPY_SESSION_NAME"], "air.source": "magic"}
+    start = int(time.time() * 1000)
+    run_id = mlflow_client.create_run(experiment_id, start_time=start, tags=tags).info.run_id
+    mlflow_client.set_terminated(run_id, end_time=start + 1)
+    first = await runs(notebook=notebook, since=start, limit=200)
+    made, sent = [], []
+    query_init, call_model = RunsQuery.__init__, panel_handlers.call_model
+    monkeypatch.setattr(RunsQuery, "__init__", lambda self, *a: made.append(1) or query_init(self, *a))
+    monkeypatch.setattr(panel_handlers, "call_model", lambda *a: sent.append(1) or call_model(*a))
+    searched = dict(searches)
+
+    # When it polls 3 times more and nothing was written to the store
+    answers = [await runs(notebook=notebook, since=start, limit=200) for _ in range(3)]
+
+    # Then each gets the first answer, kept by the server's one query: no search, no query object made for the
+    # request, nothing sent off the event loop
+    assert answers == [first] * 3 and [r["run_id"] for r in first["runs"]] == [run_id]
+    assert searches == searched and made == [] and sent == []

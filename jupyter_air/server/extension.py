@@ -20,6 +20,7 @@ from ..programs import path_first
 from ..team.client import JOBS_URL_ENV, ServiceJobs
 from ..tracking.links import PUBLIC_URL_ENV
 from ..tracking.store import export_tracking_uri
+from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS, StartRetry
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks, UiAutostart
 
@@ -70,6 +71,16 @@ class JupyterAir(ExtensionApp):
         "run creating it), and keep it up while this server runs, so run links open at once and kernels find it. "
         "False starts it on the first visit to {base_url}mlflow/ instead (10-20 s) unless a kernel or `air` "
         "started it already; it then stops after AIR_MLFLOW_IDLE_SECONDS (default 1800) without a request.",
+    )
+    mlflow_ui_retry_seconds = Float(
+        RETRY_SECONDS,
+        min=0.0,
+        config=True,
+        help="Seconds before the background start of the MLflow UI (mlflow_ui_autostart) tries again after a start "
+        f"failed, e.g. on a damaged mlflow.db; the wait doubles at each failure, up to {MAX_RETRY_SECONDS / 60:g} "
+        "minutes, and ends at once when the store file changes (moved aside, restored, replaced). Each failure is "
+        "logged once per state of the file. 0 tries again at every check (each second), as before this setting "
+        "existed.",
     )
     public_url = Unicode(
         "",
@@ -234,7 +245,7 @@ class JupyterAir(ExtensionApp):
 
         for folder in remove_stale_folders():
             self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
-        self.mlflow_ui = MlflowUi(self.log)
+        self.mlflow_ui = MlflowUi(self.log, retry=StartRetry(self.mlflow_ui_retry_seconds))
         try:
             self.log.info("jupyter_air: kernels and terminals track into %s.", export_tracking_uri())
             usable = True

@@ -22,9 +22,13 @@ class PanelHandler(BaseHandler):
 
     @property
     def runs(self):
-        from ..tracking.runs_query import RunsQuery
+        """The server's one ``RunsQuery``, which keeps the answers: made by the first request, never per request."""
+        runs = self.settings.get("jupyter_air_runs")
+        if runs is None:
+            from ..tracking.runs_query import RunsQuery
 
-        return self.settings.setdefault("jupyter_air_runs", RunsQuery(self.base_url))
+            runs = self.settings["jupyter_air_runs"] = RunsQuery(self.base_url)
+        return runs
 
     @property
     def local_jobs(self):

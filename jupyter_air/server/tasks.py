@@ -124,7 +124,8 @@ class JobChecks:
 
 class UiAutostart:
     """Starts the MLflow UI (``ui_process.MlflowUi``, AIR_HOME's resident MLflow server) as soon as its store
-    exists, and keeps it up while this server runs: started again when gone, and asked for its health every
+    exists, and keeps it up while this server runs: started again when gone (after a failed start, once its
+    backoff allows or its store file changed: ``ui_retry``), and asked for its health every
     ``UI_KEEP_ALIVE_SECONDS`` so that it never stops as idle (kernels then find it at their first call)."""
 
     def __init__(self, ui):

@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from jupyter_air.format import visible
+
 EPILOG = """examples:
   air run -f workload.yaml --watch
   air run -f workload.yaml --override max_retries=2 --override compute.num_accelerators=0
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:
     """Say what went wrong on stderr (and, with ``-o json``, as ``{"error", "exit_code"}`` on stdout)."""
-    print(f"air {args.command}: error: {message}", file=sys.stderr)
+    print(f"air {args.command}: error: {visible(message, keep=chr(10))}", file=sys.stderr)
     if getattr(args, "output", None) == "json":
         print(json.dumps({"error": message, "exit_code": code}), flush=True)
     return code

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from jupyter_air.format import duration
+from jupyter_air.format import duration, visible
 from jupyter_air.workloads.job_json import job_detail, job_summary
 from jupyter_air.workloads.jobs import JobNotFound, Jobs, SubmitError
 from jupyter_air.workloads.records import ACTIVE, TERMINAL, Job
@@ -121,7 +121,7 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
     output.table(output.LIST_COLUMNS, [output.list_row(j) for j in found], status_column=2)
     for job in found:  # what a pending job waits for, and who holds it (on stderr: the table stays parsable)
         if job.status == "PENDING" and job.error:
-            print(f"{job.job_run_id}: {job.error}", file=sys.stderr)
+            print(f"{job.job_run_id}: {visible(job.error)}", file=sys.stderr)
     return 0
 
 

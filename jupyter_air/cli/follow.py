@@ -1,10 +1,13 @@
-"""Streaming output for `air logs --follow` and `air run --watch`: poll the log files, stop when the attempt ends."""
+"""Streaming output for `air logs --follow` and `air run --watch`: poll the log files, stop when the attempt ends.
+On a terminal a line's control characters are written out as escapes (all but tabs and a progress bar's carriage
+returns); to a pipe or a file the lines go as they are."""
 
 from __future__ import annotations
 
 import sys
 import time
 
+from jupyter_air.format import visible
 from jupyter_air.workloads.control import reap
 from jupyter_air.workloads.logs import LogCursor, LogLine, node_dir
 from jupyter_air.workloads.records import Job
@@ -24,11 +27,12 @@ _REAP_SECONDS = 2.0
 
 
 def emit(lines: list[LogLine], node: int, attempt: int, json_lines: bool) -> None:
+    terminal = bool(lines) and not json_lines and sys.stdout.isatty()
     for item in lines:
         if json_lines:
             output.print_json({"ts": item.ts, "node": node, "attempt": attempt, "line": item.line}, compact=True)
         else:
-            print(item.line)
+            print(visible(item.line, keep="\t\r") if terminal else item.line)
     if lines:
         sys.stdout.flush()
 
@@ -91,7 +95,8 @@ def follow_attempt(
     refresh = _Refresher(store, job)
     job, chosen = _wait_for_attempt(refresh, attempt)
     if chosen is None:
-        print(f"{job.job_run_id} ended ({job.status}) before any attempt started: {job.error}", file=sys.stderr)
+        why = visible(str(job.error))
+        print(f"{job.job_run_id} ended ({job.status}) before any attempt started: {why}", file=sys.stderr)
         return 1
     _stream(refresh, job, chosen, node, tail, json_lines)
     return 0
@@ -107,9 +112,10 @@ def watch(store: JobStore, job: Job, json_lines: bool) -> int:
             break
         if chosen > 0:
             previous = next(a for a in job.attempts if a.attempt == chosen - 1)
-            print(f"attempt {previous.attempt} {previous.status}: {previous.error}; retry {chosen}", file=sys.stderr)
+            why = visible(str(previous.error))
+            print(f"attempt {previous.attempt} {previous.status}: {why}; retry {chosen}", file=sys.stderr)
         job = _stream(refresh, job, chosen, 0, None, json_lines)
         attempt = chosen + 1
     message = f"{job.job_run_id} {job.status}" + (f": {job.error}" if job.error else "")
-    print(message, file=sys.stderr)
+    print(visible(message), file=sys.stderr)
     return 0 if job.status == "SUCCEEDED" else 1

@@ -1,4 +1,5 @@
-"""Rendering for `air`: JSON (its shapes are ``workloads.job_json``'s), and tables with colour only on a terminal."""
+"""Rendering for `air`: JSON (its shapes are ``workloads.job_json``'s), and tables with colour only on a terminal,
+their control characters written out (a name cannot move the cursor or write the clipboard)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from jupyter_air.format import duration
+from jupyter_air.format import duration, visible
 from jupyter_air.workloads.records import Job
 
 _STATUS_STYLE = {
@@ -73,6 +74,7 @@ def list_row(job: Job) -> list[str]:
 
 def table(columns: tuple[str, ...], rows: list[list[str]], status_column: int | None = None) -> None:
     """A rich table on a terminal; plain space-aligned columns (easy to grep) otherwise."""
+    rows = [[visible(str(c)) for c in row] for row in rows]
     if is_terminal():
         from rich.console import Console
         from rich.markup import escape
@@ -82,7 +84,7 @@ def table(columns: tuple[str, ...], rows: list[list[str]], status_column: int | 
         for name in columns:
             grid.add_column(name, overflow="fold")
         for row in rows:
-            cells = [escape(str(c)) for c in row]
+            cells = [escape(c) for c in row]
             if status_column is not None:
                 cells[status_column] = f"[{_STATUS_STYLE.get(row[status_column], 'default')}]{row[status_column]}[/]"
             grid.add_row(*cells)
@@ -95,6 +97,7 @@ def table(columns: tuple[str, ...], rows: list[list[str]], status_column: int | 
 
 def fields(pairs: list[tuple[str, str]]) -> None:
     """`key: value` lines, keys bold and statuses coloured on a terminal."""
+    pairs = [(key, visible(value)) for key, value in pairs]
     width = max(len(k) for k, _ in pairs) + 1
     if is_terminal():
         from rich.console import Console

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from jupyter_air.format import visible
 from jupyter_air.workloads.permissions import LEVELS
 
 from . import CliError, output
@@ -62,10 +63,10 @@ def show(answer: dict, args: argparse.Namespace) -> int:
     rows += [_row(grant) for grant in answer["grants"]]
     inherited = answer["from_schedule"]
     rows += [_row(grant, f" (schedule {inherited['name']})") for grant in (inherited or {}).get("grants", [])]
-    print(f"{answer['kind']} {answer['name']} (your level: {answer['your_level'] or 'none'})")
+    print(visible(f"{answer['kind']} {answer['name']} (your level: {answer['your_level'] or 'none'})"))
     output.table(("KIND", "NAME", "LEVEL", "GRANTED BY", "GRANTED"), rows)
     if "experiment_grant" in answer:
-        print(f"experiment grant: {answer['experiment_grant']}")
+        print(visible(f"experiment grant: {answer['experiment_grant']}"))
     return 0
 
 

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from jupyter_air.format import visible
 from jupyter_air.workloads.cron import shown
 from jupyter_air.workloads.jobs import Jobs, Resolved
 from jupyter_air.workloads.records import Fire, Schedule, now_ms
@@ -54,10 +55,10 @@ def announce(schedule: Schedule, created: bool, args: argparse.Namespace, driver
     if args.output == "json":
         output.print_json({"created": created, "schedule": schedule_json(schedule)})
         return 0
-    verb = "created" if created else "updated"
-    print(f"schedule {schedule.name} {verb}: {schedule.expression} ({schedule.timezone}); nothing runs now")
+    verb, name = ("created" if created else "updated"), visible(schedule.name)
+    print(f"schedule {name} {verb}: {schedule.expression} ({schedule.timezone}); nothing runs now")
     if schedule.paused:
-        print(f"PAUSED: it fires once resumed (air schedules resume {schedule.name}), next at:")
+        print(f"PAUSED: it fires once resumed (air schedules resume {name}), next at:")
     else:
         print("next fires:")
     for at in upcoming(schedule):
@@ -144,7 +145,7 @@ def _changed(schedule: Schedule, args: argparse.Namespace, words: str) -> int:
     if args.output == "json":
         output.print_json(schedule_json(schedule))
     else:
-        print(f"schedule {schedule.name} {words}")
+        print(f"schedule {visible(schedule.name)} {words}")
     return 0
 
 
@@ -213,4 +214,4 @@ def _say(fire: Fire, schedules: Schedules) -> None:
     except ScheduleNotFound:  # deleted meanwhile
         zone = "UTC"
     detail = " ".join(filter(None, [fire.job_run_id, fire.reason]))
-    print(f"{shown(fire.scheduled_ms, zone)} {fire.name}: {fire.outcome} {detail}".rstrip(), flush=True)
+    print(visible(f"{shown(fire.scheduled_ms, zone)} {fire.name}: {fire.outcome} {detail}".rstrip()), flush=True)

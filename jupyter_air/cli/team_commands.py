@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from jupyter_air.team.client import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.file_limits import read_limited
 from jupyter_air.workloads.job_json import job_from_json
 from jupyter_air.workloads.jobs_view import MAX_LIMIT
 from jupyter_air.workloads.logs import LogLine
@@ -129,8 +130,9 @@ def _scheduled(path: Path) -> bool:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
+        text = read_limited(path)[0]  # None when too big: the service refuses it
+        data = yaml.safe_load(text) if text is not None else None
+    except (yaml.YAMLError, UnicodeDecodeError, OSError, RecursionError):
         return False
     return isinstance(data, dict) and "schedule" in data
 

@@ -9,11 +9,16 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
 from .. import __version__
+from ..format import byte_size
 from ..gpu.service import GpuService, NoSuchNode
+from ..workloads.file_limits import MAX_FILE_BYTES
 from .model_errors import error_body
 
 #: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.
 MAX_EPOCH_MS = 253_402_300_799_999
+#: Largest JSON body a route reads: a workload sent to the team's job service (at most MAX_FILE_BYTES of YAML) fits,
+#: JSON escapes (at most 3 bytes for 1 of valid YAML text) included.
+MAX_BODY_BYTES = 3 * MAX_FILE_BYTES + 64_000
 
 
 class QueryArguments:
@@ -29,7 +34,17 @@ class QueryArguments:
         self.finish(body)
 
     def json_object(self) -> dict:
-        """The request's JSON body as an object; ``{}`` when it is missing or not one."""
+        """The request's JSON body as an object; ``{}`` when it is missing or not one; 413 over MAX_BODY_BYTES."""
+        if (size := len(self.request.body or b"")) > MAX_BODY_BYTES:
+            raise tornado.web.HTTPError(
+                413,
+                "The request body is %s (%d bytes); at most %s (%d bytes) is read: a workload file may be at most %s.",
+                byte_size(size),
+                size,
+                byte_size(MAX_BODY_BYTES),
+                MAX_BODY_BYTES,
+                byte_size(MAX_FILE_BYTES),
+            )
         try:
             body = json.loads(self.request.body or b"null")
         except ValueError:

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from jupyter_air.workloads.file_limits import read_limited, too_big
+
 #: The team's job service whose jobs a Jupyter server's job routes answer (overrides ``c.JupyterAir.jobs_service_url``;
 #: a hub's spawner sets it for every user).
 JOBS_URL_ENV = "AIR_JOBS_URL"
@@ -63,7 +65,10 @@ class ServiceJobs:
         """Send the workload file at the absolute path ``target`` (named ``label`` in problems), with ``air run``'s
         ``--override`` items, to be run as the caller's job; what ``get`` answers for it (``{"created", "schedule"}``
         when it has a ``schedule:``, which the service keeps and fires)."""
-        text = target.read_text(encoding="utf-8")
+        text, size = read_limited(target)
+        if text is None:  # refused here, as the service would refuse it, without sending it
+            problem = too_big(label, size)
+            raise ServiceAnswer(400, f"invalid workload {label}:\n  {problem}", [problem])
         body = {"workload": text, "path": str(target), "label": label, "overrides": list(overrides)}
         return self.call("POST", "jobs", body)
 

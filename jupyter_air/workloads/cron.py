@@ -67,7 +67,7 @@ def check_expression(expression: str) -> str:
 
     converted = to_croniter(expression)
     expanded = croniter(converted, second_at_beginning=True).expanded
-    seconds, minutes = expanded[-1], expanded[0]  # croniter keeps seconds last
+    seconds, minutes = expanded[5], expanded[0]  # croniter's order: minutes ... day-of-week, seconds, [year]
     gap = _shortest_gap(seconds, minutes)
     if gap < MIN_INTERVAL_SECONDS:
         raise CronProblem(

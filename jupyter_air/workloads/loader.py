@@ -10,14 +10,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .file_limits import MAX_DEPTH, MAX_FILE_BYTES, alias_bomb, read_limited, too_big, too_deep
 from .file_problems import unreadable, yaml_problem
 from .spec import Workload, field_names
 
 FieldPath = tuple[str, ...]
-#: Most values a workload file may hold once its YAML aliases are expanded (a real one holds dozens).
-MAX_VALUES = 10_000
-#: Deepest nesting of lists and mappings a workload file (or an override) may have (a real one has 3 levels).
-MAX_DEPTH = 50
 
 
 class WorkloadError(Exception):
@@ -59,13 +56,14 @@ def load_workload(
     path: str | Path, overrides: list[str] | tuple[str, ...] = (), label: str | None = None, text: str | None = None
 ) -> ResolvedWorkload:
     """Parse, override and validate the workload at `path` (named `label` in problems, default `path`; its `text`
-    when it was sent, not read here); raise `WorkloadError` on any problem."""
+    when it was sent, not read here); raise `WorkloadError` on any problem. A file over MAX_FILE_BYTES is refused
+    before it is read."""
     source = Path(path)
     label = label or str(path)
-    try:
-        text = source.read_text(encoding="utf-8") if text is None else text
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkloadError(label, [unreadable(source, label, exc)]) from None
+    if text is None:
+        text = _read(source, label)
+    elif (size := len(text.encode("utf-8", "surrogatepass"))) > MAX_FILE_BYTES:
+        raise WorkloadError(label, [too_big(label, size, "the workload sent")])
     data, lines = _parse(text, label)
     overridden = {_apply_override(data, item, label) for item in overrides}
     folder = source.resolve().parent
@@ -89,13 +87,23 @@ def load_workload(
     return ResolvedWorkload(workload, source.resolve(), root, lines, frozenset(overridden))
 
 
+def _read(source: Path, label: str) -> str:
+    try:
+        text, size = read_limited(source)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkloadError(label, [unreadable(source, label, exc)]) from None
+    if text is None:
+        raise WorkloadError(label, [too_big(label, size)])
+    return text
+
+
 def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]:
     try:
-        if (deep := _too_deep(text)) is not None:
+        if (deep := too_deep(text)) is not None:
             raise WorkloadError(label, [f"{label}:{deep}: lists and mappings nest more than {MAX_DEPTH} deep here"])
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        if node is not None:
-            _refuse_alias_bombs(node, label)
+        if node is not None and (bomb := alias_bomb(node, label)) is not None:
+            raise WorkloadError(label, [bomb])
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -112,44 +120,6 @@ def _parse(text: str, label: str) -> tuple[dict[str, Any], dict[FieldPath, int]]
     if duplicates:
         raise WorkloadError(label, [f"{label}:{d}" for d in duplicates])
     return data, lines
-
-
-def _too_deep(text: str) -> int | None:
-    """The line where lists and mappings nest deeper than MAX_DEPTH, read as a stream of events (PyYAML builds
-    nested values recursively, and would fail on thousands of levels without saying where)."""
-    depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH:
-                return event.start_mark.line + 1
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
-    return None
-
-
-def _refuse_alias_bombs(root: yaml.Node, label: str) -> None:
-    """Refuse a file whose aliases expand to more than MAX_VALUES values before anything expands them."""
-    sizes: dict[int, int] = {}
-
-    def size(node: yaml.Node) -> int:
-        if id(node) not in sizes:
-            sizes[id(node)] = 0  # a recursive alias counts once
-            children = node.value if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) else ()
-            pairs = [item for pair in children for item in pair] if isinstance(node, yaml.MappingNode) else children
-            total = 1 + sum(size(child) for child in pairs)
-            if total > MAX_VALUES:
-                raise WorkloadError(
-                    label,
-                    [
-                        f"{label}:{node.start_mark.line + 1}: YAML aliases here expand to more than {MAX_VALUES} "
-                        "values (an alias bomb?); write the values out instead of repeating aliases"
-                    ],
-                )
-            sizes[id(node)] = total
-        return sizes[id(node)]
-
-    size(root)
 
 
 def _walk(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], dupes: list[str]) -> None:
@@ -174,7 +144,7 @@ def _apply_override(data: dict[str, Any], item: str, label: str) -> FieldPath:
     if not sep or not all(parts):
         raise WorkloadError(label, [f"--override {item!r}: expected FIELD.PATH=VALUE, e.g. max_retries=2"])
     try:
-        if _too_deep(raw) is not None:
+        if too_deep(raw) is not None:
             raise WorkloadError(label, [f"--override {item[:80]!r}: lists and mappings nest over {MAX_DEPTH} deep"])
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
@@ -224,7 +194,7 @@ def _describe_all(
                 kinds.remove("a whole number")
             words = ", ".join(kinds[:-1]) + f" or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
             where = _where(path, lines, overridden, label)
-            described.append(f"{where}{'.'.join(path)}: expected {words} (got {group[0].get('input')!r})")
+            described.append(f"{where}{'.'.join(path)}: expected {words} (got {_got(group[0].get('input'))})")
         else:
             described.extend(_describe(err, lines, overridden, label) for err in group)
     return described
@@ -260,9 +230,15 @@ def _describe(err: dict[str, Any], lines: dict[FieldPath, int], overridden: set[
     if kind == "missing":
         return f"{where}{dotted}: required field is missing"
     value = err.get("input")
-    shown = "" if isinstance(value, dict) or "[key]" in err["loc"] else f" (got {value!r})"
+    shown = "" if isinstance(value, dict) or "[key]" in err["loc"] else f" (got {_got(value)})"
     message = err["msg"].removeprefix("Value error, ")
     return f"{where}{dotted}: {message}{shown}"
+
+
+def _got(value: Any, longest: int = 200) -> str:
+    """The value a problem names, as Python writes it, cut after ``longest`` characters."""
+    text = repr(value)
+    return text if len(text) <= longest else f"{text[:longest]}... ({len(text):,} characters)"
 
 
 def _where(loc: FieldPath, lines: dict[FieldPath, int], overridden: set[FieldPath], label: str) -> str:

@@ -13,94 +13,10 @@ from typing import Any
 from jupyter_air.home import private_dir, private_file, unusable_database
 from jupyter_air.tracking.naming import SCHEDULE_TAG
 from jupyter_air.workloads.records import ACTIVE, Attempt, Job, job_from_row, now_ms
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_run_id TEXT PRIMARY KEY,
-    experiment_name TEXT NOT NULL,
-    experiment_id TEXT,
-    status TEXT NOT NULL,
-    workload TEXT NOT NULL,
-    source TEXT NOT NULL,
-    user TEXT NOT NULL,
-    executor TEXT NOT NULL,
-    num_accelerators INTEGER NOT NULL,
-    max_retries INTEGER NOT NULL,
-    gpus TEXT,
-    submitted_ms INTEGER NOT NULL,
-    started_ms INTEGER,
-    ended_ms INTEGER,
-    supervisor_pid INTEGER,
-    supervisor_started REAL,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    exit_code INTEGER,
-    error TEXT,
-    tracking_uri TEXT,
-    ray_job_url TEXT,
-    ray_status TEXT
-);
-CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status);
-CREATE TABLE IF NOT EXISTS attempts (
-    job_run_id TEXT NOT NULL REFERENCES jobs (job_run_id),
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    mlflow_run_id TEXT,
-    mlflow_run_url TEXT,
-    started_ms INTEGER NOT NULL,
-    ended_ms INTEGER,
-    pid INTEGER,
-    pid_started REAL,
-    exit_code INTEGER,
-    error TEXT,
-    nodes TEXT,
-    PRIMARY KEY (job_run_id, attempt)
-);
-CREATE TABLE IF NOT EXISTS schedules (
-    name TEXT PRIMARY KEY,
-    expression TEXT NOT NULL,
-    timezone TEXT NOT NULL,
-    paused INTEGER NOT NULL,
-    catchup TEXT NOT NULL,
-    max_concurrent_runs INTEGER NOT NULL,
-    workload TEXT NOT NULL,
-    source TEXT NOT NULL,
-    user TEXT NOT NULL,
-    ray_address TEXT,
-    next_fire_ms INTEGER,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_fire_ms);
-CREATE TABLE IF NOT EXISTS permissions (
-    target TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    level TEXT NOT NULL,
-    granted_by TEXT NOT NULL,
-    granted_ms INTEGER NOT NULL,
-    PRIMARY KEY (target, principal)
-);
-CREATE TABLE IF NOT EXISTS schedule_fires (
-    name TEXT NOT NULL,
-    scheduled_ms INTEGER NOT NULL,
-    fired_ms INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    job_run_id TEXT,
-    reason TEXT,
-    windows INTEGER NOT NULL DEFAULT 1,
-    manual INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (name, scheduled_ms)
-);
-"""
+from jupyter_air.workloads.store_schema import create_tables, write_ahead
 
 #: Job filters that are no column of their own: the schedule that fired a job is a tag of its workload.
 _DERIVED = {"schedule": f"""json_extract(workload, '$.tags."{SCHEDULE_TAG}"')"""}
-
-
-#: Columns added after the first release: created in databases made before them.
-_ADDED_COLUMNS = {
-    "jobs": {"tracking_uri": "TEXT", "ray_job_url": "TEXT", "ray_status": "TEXT"},
-    "attempts": {"nodes": "TEXT"},
-}
 
 
 class JobStore:
@@ -111,16 +27,9 @@ class JobStore:
         self.path = self.home / "jobs.db"
         with self._usable():
             private_file(self.path)  # SQLite gives its -wal and -shm files the same mode
-            with contextlib.closing(sqlite3.connect(self.path, timeout=30)) as db:
-                db.execute("PRAGMA journal_mode=WAL")
+            write_ahead(self.path)
         with self._connect(immediate=True) as db:  # one process at a time creates or upgrades the tables
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                db.execute(statement)
-            for table, columns in _ADDED_COLUMNS.items():
-                have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
-                for name, kind in columns.items():
-                    if name not in have:
-                        db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            create_tables(db)
 
     @contextlib.contextmanager
     def _usable(self) -> Iterator[None]:

@@ -57,6 +57,30 @@ def test_expressions_refused_say_why(expression, problem):
         check_expression(expression)
 
 
+@pytest.mark.parametrize("expression", ["* * * * * ? 2026-2099", "*/5 * * * * ? 2027", "* 0 3 ? * MON 2028"])
+def test_a_seven_field_expression_firing_every_few_seconds_is_refused_by_its_seconds_field(expression):
+    # Given a Quartz expression with a year field (the seventh) that fires every second or every 5 s
+    # When it is checked, Then its seconds field is what is too frequent (the year field counts for nothing)
+    with pytest.raises(CronProblem, match=r"fires [15] s apart; a schedule fires at most every 10 s"):
+        check_expression(expression)
+
+
+@pytest.mark.parametrize(
+    "expression, expected",
+    [
+        ("0 0 2 * * ? 2027", ["2027-01-01T02:00:00+00:00", "2027-01-02T02:00:00+00:00"]),
+        ("0 30 9 ? * MON-FRI 2026-2030", ["2026-03-02T09:30:00+00:00", "2026-03-03T09:30:00+00:00"]),
+        ("*/10 * * * * ? 2026", ["2026-03-01T00:00:10+00:00", "2026-03-01T00:00:20+00:00"]),
+    ],
+)
+def test_a_valid_seven_field_expression_is_accepted_and_fires_in_its_years(expression, expected):
+    # Given a Quartz expression whose seventh field names the years it fires in
+    # When it is checked and its fires after 1 March 2026 in Lisbon are computed
+    # Then it is accepted, and fires on the seconds, minutes and hours its first fields say, in those years only
+    assert check_expression(expression) == expression
+    assert fires(expression, "Europe/Lisbon", "2026-03-01T00:00:00", 2) == expected
+
+
 def test_two_fires_ten_seconds_apart_across_minutes_are_accepted():
     # Given fires at :00 and :50 of every minute (50 s apart within a minute, 10 s from :50 to the next :00)
     # When checked, Then it is accepted: 10 s is the shortest allowed

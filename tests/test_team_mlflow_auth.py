@@ -21,7 +21,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from notebook_helpers import outputs_text
-from tracking_servers import auth_tracking_server
+from team_calls import hub_token
+from tracking_servers import auth_tracking_server, create_user
 
 from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.team.stack import Hub, free_port
@@ -39,10 +40,10 @@ def stack(tmp_path_factory):
     (folder / "hub").mkdir()
     (folder / "mlflow").mkdir()
     port = free_port()
-    # air-jobs tracks into the team's server as its admin
+    # air-jobs tracks into the team's server as its admin (the password in its secrets file)
     service = {"AIR_HOME": str(folder / "air"), "MLFLOW_TRACKING_URI": f"http://127.0.0.1:{port}"}
-    service.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD)
-    hub = Hub(folder / "hub", service)
+    credentials = {"MLFLOW_TRACKING_USERNAME": "admin", "MLFLOW_TRACKING_PASSWORD": ADMIN_PASSWORD}
+    hub = Hub(folder / "hub", service, credentials=credentials)
     try:
         hub.ready()
         environment = {"JUPYTERHUB_API_URL": f"{hub.url}/hub/api", "JUPYTERHUB_API_TOKEN": hub.mlflow_token}
@@ -115,6 +116,48 @@ def test_hub_tokens_are_mlflow_identities_and_air_share_works_with_them(stack):
     # And MLflow's own admin still signs in with its password
     admin = "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
     assert rest(uri, admin, "GET", read) == 200
+
+
+def refusal(uri: str, auth: str, method: str, path: str, body: dict | None = None) -> tuple[int, str]:
+    """The status and message of a refused request."""
+    try:
+        urllib.request.urlopen(request(uri, auth, method, path, body), timeout=60).close()
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}").get("message", "")
+    return 200, ""
+
+
+def test_a_hub_token_is_taken_only_for_a_user_made_for_the_hub_and_with_the_access_scope(stack):
+    uri, tokens, hub = stack
+    admin = "Basic " + base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+    create, exists = "/api/2.0/mlflow/experiments/create", "/api/2.0/mlflow/experiments/get-by-name?experiment_name="
+    # Given alice's unshared experiment, a user MLflow's admin made with a password (dave), and hub users named like
+    # MLflow's admin and like dave, each with a hub token of their roles' scopes
+    assert rest(uri, f"Bearer {tokens['alice']}", "POST", create, {"name": "/Users/alice/unshared"}) == 200
+    create_user(uri, ADMIN_PASSWORD, "dave", "dave-mlflow-password-1")
+    for name in ("admin", "dave"):
+        token = f"Bearer {hub_token(hub, tokens['hubadmin'], name)}"
+
+        # When their token reads alice's experiment or makes one, Then it is refused (403), saying why
+        status, message = refusal(uri, token, "GET", f"{exists}/Users/alice/unshared")
+        assert status == 403 and f"hub user {name!r} is not taken as MLflow's user of that name" in message
+        assert refusal(uri, token, "POST", create, {"name": f"/Users/{name}/x"})[0] == 403
+        assert refusal(uri, admin, "GET", f"{exists}/Users/{name}/x")[0] == 404
+
+    # When bob's hub token without scopes (which air-jobs refuses) makes an experiment
+    bare = f"Bearer {hub_token(hub, tokens['hubadmin'], 'bob', scopes=[])}"
+    status, message = refusal(uri, bare, "POST", create, {"name": "/Users/bob/no-scope"})
+
+    # Then it is refused, naming the scope it lacks, and nothing is made
+    assert status == 403 and "lacks the scope access:services!service=mlflow" in message, message
+    assert refusal(uri, admin, "GET", f"{exists}/Users/bob/no-scope")[0] == 404
+    with pytest.raises(ServiceAnswer) as refused:
+        ServiceJobs(f"{hub.url}/services/air-jobs/", bare.split()[1]).list(10)
+    assert refused.value.status == 403
+    # And MLflow's admin still signs in with its password, and dave with his
+    assert rest(uri, admin, "GET", f"{exists}/Users/alice/unshared") == 200
+    dave = "Basic " + base64.b64encode(b"dave:dave-mlflow-password-1").decode()
+    assert rest(uri, dave, "POST", "/api/2.0/mlflow/experiments/search", {"max_results": 10}) == 200
 
 
 def share_as(uri: str, token: str, experiment: str, user: str, level: str) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import time
 
+import psutil
 import pytest
-from team_calls import air, call, ended_job, service, team_hub
+from team_calls import CREDENTIALS, PROBE, Listener, air, call, ended_job, finished, service, team_hub
 
 from jupyter_air.team.client import ServiceAnswer
 
@@ -102,6 +103,60 @@ def test_alice_submits_through_the_service_and_her_logs_stay_out_of_mlflow(team,
     client = MlflowClient(f"sqlite:///{hub.folder / 'mlflow.db'}")
     run = client.get_run(ended["attempts"][0]["mlflow_run_id"])
     assert run.info.status == "FINISHED" and client.list_artifacts(run.info.run_id) == []
+
+
+def test_a_job_in_the_default_mode_finds_none_of_the_services_credentials_in_an_environment(team, tmp_path):
+    hub, _, _ = team
+    # Given the service in the default mode (jobs run as its own account), its MLflow admin password and Ray token in
+    # its secrets file, JupyterHub's token for it in the environment the hub started it with
+    (pid,) = [p.pid for p in psutil.Process(hub.process.pid).children() if "jupyter_air.team.service" in p.cmdline()]
+    (tmp_path / "probe.yaml").write_text(
+        f"experiment_name: team-env\ncommand: {json.dumps(PROBE)}\nenv_variables:\n  SERVICE_PID: '{pid}'\n"
+        "compute:\n  num_accelerators: 0\n"
+    )
+    alice = service(team, "alice")
+
+    # When alice's job prints its environment and reads /proc/<pid>/environ of the service and of its supervisor
+    job = finished(alice, alice.submit(tmp_path, "probe.yaml"))
+    log = alice.logs(job["job_run_id"], -1, 0, 0)["text"]
+
+    # Then each was read, and none holds the MLflow password, the Ray token or the hub's token for the service
+    assert job["status"] == "SUCCEEDED", (job, log)
+    sections = dict(part.split("\n", 1) for part in log.split("#probe-")[1:])
+    assert "JUPYTERHUB_SERVICE_NAME=air-jobs" in sections["service"], log
+    assert "AIR_JOBS_SERVICE=1" in sections["supervisor"] and "SERVICE_PID=" in sections["job"], log
+    for secret in (*CREDENTIALS.values(), "JUPYTERHUB_API_TOKEN=", "JPY_API_TOKEN=", "RAY_AUTH_TOKEN="):
+        assert secret not in log, secret
+    # And, as the docs say of the default mode, the job shares the service's account: its secrets file included
+    assert sections["file"] == "read the secrets file\n", log
+
+
+def test_a_workload_naming_a_ray_cluster_not_the_services_is_refused_before_any_connection(team, tmp_path):
+    # Given bob's listener on 127.0.0.2, and workloads naming it as their Ray cluster (GCS or Ray Client address)
+    listener = Listener()
+    bob = service(team, "bob")
+    before = bob.list(1000)
+    try:
+        for address in (listener.address, f"ray://{listener.address}"):
+            (tmp_path / "ray.yaml").write_text(
+                "experiment_name: team-ray\ncommand: 'true'\ncompute:\n  num_accelerators: 0\n"
+                f"  ray_address: {address}\n"
+            )
+            # When bob sends one to the service
+            with pytest.raises(ServiceAnswer) as refused:
+                bob.submit(tmp_path, "ray.yaml")
+
+            # Then it is refused, naming the field, its line and the fix
+            assert refused.value.status == 400
+            assert refused.value.errors[0].startswith("ray.yaml:5: compute.ray_address: "), refused.value.errors
+            assert "has no Ray cluster" in refused.value.errors[0]
+            assert "remove compute.ray_address" in refused.value.errors[0]
+        time.sleep(1)
+    finally:
+        listener.close()
+    # And the listener received nothing, and no job was made
+    assert listener.connections == []
+    assert bob.list(1000) == before
 
 
 def test_a_bad_workload_sent_to_the_service_names_every_problem_and_creates_nothing(team, tmp_path):

@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     # air-jobs keeps the team's jobs and logs their runs to the team's MLflow server as its admin (each job's
     # experiment checked as the job's owner first)
     service = {"AIR_HOME": str(folder / "air-jobs"), "MLFLOW_TRACKING_URI": mlflow_url}
-    service.update(MLFLOW_TRACKING_USERNAME="admin", MLFLOW_TRACKING_PASSWORD=admin_password)
-    hub = Hub(private_dir(folder / "hub"), service, mlflow_url)
+    credentials = {"MLFLOW_TRACKING_USERNAME": "admin", "MLFLOW_TRACKING_PASSWORD": admin_password}
+    hub = Hub(private_dir(folder / "hub"), service, mlflow_url, credentials=credentials)  # in a 0600 file
     mlflow = start_mlflow(folder / "mlflow", int(mlflow_url.rsplit(":", 1)[1]), hub, admin_password)
     try:
         hub.ready()

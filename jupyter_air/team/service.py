@@ -24,12 +24,22 @@ from jupyterhub.services.auth import HubAuth, HubAuthenticated
 from jupyter_air.server.handlers import QueryArguments
 from jupyter_air.server.model_errors import call_model
 from jupyter_air.workloads.jobs_view import JobsView
+from jupyter_air.workloads.run_as import RUN_AS_ENV
+from jupyter_air.workloads.run_logs import LOGS_ENV
 from jupyter_air.workloads.schedules_view import SchedulesView
+from jupyter_air.workloads.service_secrets import SERVICE_ENV, SecretsError, load_service_secrets
 
+from .environ import CredentialsInEnvironment, check_no_credentials, forget
 from .hub import HubDirectory, caller_of
 
 #: Seconds between two checks of the team's jobs (dead supervisors reaped, due schedules fired).
 CHECK_SECONDS = 5.0
+#: Logged at the start when every job runs as the service's own account.
+SHARED_ACCOUNT = (
+    f"{RUN_AS_ENV} is not 'owner': every job runs as this service's account, and can read what it can: the job "
+    "store (every user's workloads, env_variables and logs) and its secrets file. Fit for one trusted team only; "
+    f"run the service as root with {RUN_AS_ENV}=owner to run each job as its owner's account"
+)
 
 
 class ServiceHandler(HubAuthenticated, QueryArguments, tornado.web.RequestHandler):
@@ -157,23 +167,30 @@ def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Ap
 
 
 def main() -> None:
-    """Serve until JupyterHub stops the service (SIGTERM or SIGINT)."""
+    """Serve until JupyterHub stops the service (SIGTERM or SIGINT). Its credentials stay in its memory: the hub's
+    token is wiped from its environment, its MLflow and Ray credentials come from ``AIR_JOBS_SECRETS_FILE``."""
     import asyncio
     import logging
     import signal
 
     from jupyter_air.home import air_home
     from jupyter_air.server.tasks import JobChecks
-    from jupyter_air.workloads.run_logs import LOGS_ENV
 
-    home = air_home(os.environ)
-    directory = HubDirectory(os.environ["JUPYTERHUB_API_URL"], os.environ["JUPYTERHUB_API_TOKEN"])
-    url = urlsplit(os.environ["JUPYTERHUB_SERVICE_URL"])
-    os.environ[LOGS_ENV] = "service"  # the supervisors it starts keep logs here, behind the job permissions
-    HubAuth.instance()  # reads the service's token now: the jobs it starts never see it in their environment
-    for name in ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"):
-        os.environ.pop(name, None)
     logging.basicConfig(level=logging.INFO)
+    log = logging.getLogger("air-jobs")
+    try:
+        check_no_credentials(os.environ)
+        token = forget(("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN"))["JUPYTERHUB_API_TOKEN"]  # in memory only
+        HubAuth.instance(api_token=token)  # the one every handler uses
+        os.environ.update({SERVICE_ENV: "1", LOGS_ENV: "service"})  # its supervisors: logs kept here, no secrets
+        load_service_secrets()
+    except (CredentialsInEnvironment, SecretsError) as err:
+        raise SystemExit(f"air-jobs cannot start: {err}") from None
+    if os.environ.get(RUN_AS_ENV) != "owner":
+        log.warning(SHARED_ACCOUNT)
+    home = air_home(os.environ)
+    directory = HubDirectory(os.environ["JUPYTERHUB_API_URL"], token)
+    url = urlsplit(os.environ["JUPYTERHUB_SERVICE_URL"])
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -182,7 +199,7 @@ def main() -> None:
         server = make_app(os.environ["JUPYTERHUB_SERVICE_PREFIX"], home, directory).listen(
             url.port, address=url.hostname
         )
-        checks = JobChecks(CHECK_SECONDS, logging.getLogger("air-jobs"))  # reaps jobs, fires due schedules
+        checks = JobChecks(CHECK_SECONDS, log)  # reaps jobs, fires due schedules
         checks.start()
         await stop.wait()
         server.stop()

@@ -19,6 +19,7 @@ import time
 import urllib.request
 
 from jupyter_air.owned import write_private
+from jupyter_air.workloads.service_secrets import SECRETS_FILE_ENV
 
 #: Seconds the hub may take to answer (about 5 s on a quiet machine).
 START_SECONDS = 120
@@ -53,11 +54,16 @@ c.JupyterHub.services = [
 ]
 c.JupyterHub.load_roles = [
     {{"name": "air-jobs-directory", "services": ["air-jobs"], "scopes": ["read:users:name", "read:groups:name"]}},
-    {{"name": "user", "scopes": ["self", "access:services!service=air-jobs"]}},
+    {{"name": "user", "scopes": ["self", "access:services!service=air-jobs", "access:services!service=mlflow"]}},
     {{"name": "mlflow-users", "services": ["mlflow"], "scopes": ["list:users"]}},
     {{
         "name": "server",
-        "scopes": ["users:activity!user", "access:servers!server", "access:services!service=air-jobs"],
+        "scopes": [
+            "users:activity!user",
+            "access:servers!server",
+            "access:services!service=air-jobs",
+            "access:services!service=mlflow",
+        ],
     }},
 ]
 c.JupyterHub.spawner_class = "simple"  # NOT FOR PRODUCTION: every user's server runs as this machine's user
@@ -89,8 +95,9 @@ def free_port() -> int:
 
 class Hub:
     """The hub in ``folder`` (0700), started at once; :meth:`ready` waits for it. ``environment``: the air-jobs
-    service's (its ``AIR_HOME``); ``mlflow_url``: where users' servers track; ``port``: the proxy's public port
-    (a free one by default)."""
+    service's (its ``AIR_HOME``); ``credentials``: its own (MLflow's, Ray's), written to
+    ``air-jobs-secrets.json`` (0600) whose path it gets as ``AIR_JOBS_SECRETS_FILE``; ``mlflow_url``: where users'
+    servers track; ``port``: the proxy's public port (a free one by default)."""
 
     def __init__(
         self,
@@ -99,9 +106,13 @@ class Hub:
         mlflow_url: str = "",
         proxy: str = "",
         port: int | None = None,
+        credentials: dict[str, str] | None = None,
     ):
         self.folder = folder
         folder.chmod(0o700)
+        if credentials:  # never in its environment, where its jobs could read them
+            write_private(folder / "air-jobs-secrets.json", json.dumps(credentials))
+            environment = {**environment, SECRETS_FILE_ENV: str(folder / "air-jobs-secrets.json")}
         ports = {name: free_port() for name in ("port", "hub_port", "proxy_api_port", "service_port")}
         if port is not None:
             ports["port"] = port

@@ -1,15 +1,18 @@
 """A workload a user sends to the team's job service (``POST jobs``): checked as ``air run`` checks a file, plus
 what the service must not do for the caller (write to a local folder they name, log to an experiment they may not
-log to), then run as the caller's job through the one job path, or, with a ``schedule:``, kept as the caller's
-schedule, which the service fires."""
+log to, join a Ray cluster they name and send it the service's token), then run as the caller's job through the one
+job path, or, with a ``schedule:``, kept as the caller's schedule, which the service fires."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from jupyter_air.cluster.address import configured_address
+from jupyter_air.cluster.errors import BadAddress
 from jupyter_air.workloads.jobs import SubmitError
 from jupyter_air.workloads.jobs_view import JobsView
+from jupyter_air.workloads.loader import WorkloadError, load_workload
 
 _SHAPE = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
 #: A URI of a store the service writes to over the network (``s3://``, ``gs://``, ``mlflow-artifacts://``...).
@@ -32,7 +35,15 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     strings = [text, path, label, *(overrides if isinstance(overrides, list) else [None])]
     if not all(isinstance(v, str) and v and "\0" not in v for v in strings) or not Path(path).is_absolute():
         raise SubmitError(f"cannot run the workload: {_SHAPE}", [_SHAPE])
-    resolved = view.jobs.resolve_file(path, tuple(overrides), label=label, text=text)
+    try:
+        loaded = load_workload(path, tuple(overrides), label=label, text=text)
+    except WorkloadError as err:
+        raise SubmitError(str(err), err.problems) from None
+    sent = loaded.as_dict()
+    if problem := _other_cluster(sent["compute"].get("ray_address")):  # before any connection to it
+        where = loaded.locate(problem, label)
+        raise SubmitError(f"invalid workload {label}:\n  {where}", [where])
+    resolved = view.jobs.resolve(sent, source=str(loaded.source), label=label, locate=loaded.locate)
     workload = resolved.workload
     location = workload.get("mlflow_artifact_location")
     if location and not _remote(location):
@@ -48,6 +59,28 @@ def submit_sent(view: JobsView, body: dict) -> dict:
 
         return keep(view.jobs, resolved, view.jobs.owner)
     return view.detail(view.jobs.start(resolved))
+
+
+def _other_cluster(address: str | None) -> str | None:
+    """``compute.ray_address: why`` when a workload names a Ray cluster other than the service's own
+    (``$AIR_RAY_ADDRESS``): joining it would send that cluster the service's Ray token. None when it names none."""
+    try:
+        own = configured_address()
+    except BadAddress:
+        own = None
+    if address is None or address == own:
+        return None
+    if own is None:
+        return (
+            f"compute.ray_address: {address!r}: the team's job service has no Ray cluster (its admins give it one "
+            "as AIR_RAY_ADDRESS in its environment) and joins no cluster a workload names, which would be sent its "
+            "Ray token; remove compute.ray_address to run on the service's machine"
+        )
+    return (
+        f"compute.ray_address: {address!r} is not the team's Ray cluster: the job service runs jobs only on its own "
+        f"({own}), never on a cluster a workload names, which would be sent its Ray token; remove "
+        "compute.ray_address (a workload with compute.num_nodes above 1, or more GPUs than a machine has, goes there)"
+    )
 
 
 def _remote(location: str) -> bool:

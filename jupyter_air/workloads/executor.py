@@ -25,6 +25,7 @@ from . import ray_jobs
 from .kinds import runner_check, runner_for
 from .records import Job, attempt_marker, now_ms
 from .runners import AttemptContext, AttemptRunner
+from .service_secrets import without_service_secrets
 from .store import JobStore
 
 #: Seconds a submitted job may go without a recorded supervisor before it counts as lost.
@@ -88,7 +89,7 @@ class LocalExecutor(Executor):
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                env={**os.environ, "AIR_HOME": str(store.home)},
+                env={**without_service_secrets(os.environ), "AIR_HOME": str(store.home)},  # it reads the secrets file
             )
         store.update(job.job_run_id, supervisor_pid=proc.pid, supervisor_started=procs.start_time(proc.pid))
 
@@ -142,8 +143,8 @@ class RayJobExecutor(RayExecutor):
 
     def submit(self, store: JobStore, job: Job) -> None:
         job_dir = store.job_dir(job.job_run_id)
-        passed = {k: v for k, v in os.environ.items() if not k.startswith(_NOT_PASSED)}
-        with open_private(job_dir / ENVIRONMENT_FILE) as f:  # tracking credentials included: owner-only
+        passed = {k: v for k, v in without_service_secrets(os.environ).items() if not k.startswith(_NOT_PASSED)}
+        with open_private(job_dir / ENVIRONMENT_FILE) as f:  # a user's tracking credentials: owner-only
             f.write(json.dumps(passed).encode())
         open_private(job_dir / "supervisor.log").close()  # owner-only before Ray's shell appends to it
         metadata = {JOB_TAG: job.job_run_id, EXPERIMENT_TAG: job.experiment_name, USER_TAG: job.user}

@@ -16,6 +16,7 @@ from jupyter_air import procs
 from jupyter_air.growing import line_text
 from jupyter_air.programs import path_first
 from jupyter_air.workloads.pump import FAILED, PUMP_ENV
+from jupyter_air.workloads.service_secrets import without_service_secrets
 
 #: Seconds the pump may take to write what is left once every process of the workload is gone.
 _PUMP_DRAIN_SECONDS = 10.0
@@ -76,7 +77,7 @@ class NodeProcess:
                 [sys.executable, "-m", "jupyter_air.workloads.pump", str(self.log_dir)],
                 stdin=read_end,
                 stdout=subprocess.PIPE,
-                env={**_without(os.environ, self.marker), **pump_marker(self.marker)},
+                env={**_without(without_service_secrets(os.environ), self.marker), **pump_marker(self.marker)},
             )
             self.proc = subprocess.Popen(
                 self.command,

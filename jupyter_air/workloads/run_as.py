@@ -10,16 +10,6 @@ import os
 import pwd
 from dataclasses import dataclass
 
-#: The service's credentials, never handed to a command that runs as another account.
-SERVICE_SECRETS = frozenset(
-    (
-        "JUPYTERHUB_API_TOKEN",
-        "JPY_API_TOKEN",
-        "MLFLOW_TRACKING_TOKEN",
-        "MLFLOW_TRACKING_USERNAME",
-        "MLFLOW_TRACKING_PASSWORD",
-    )
-)
 #: ``owner``: a job's command runs as the local account named like its owner (the service must run as root).
 RUN_AS_ENV = "AIR_JOBS_RUN_AS"
 
@@ -42,9 +32,8 @@ class Account:
         return {"user": self.uid, "group": self.gid, "extra_groups": os.getgrouplist(self.name, self.gid)}
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
-        """``env`` for a command of this account: its home and name, none of the service's credentials."""
-        kept = {key: value for key, value in env.items() if key not in SERVICE_SECRETS}
-        return {**kept, "HOME": self.home, "USER": self.name, "LOGNAME": self.name}
+        """``env`` (without the service's credentials: ``service_secrets``) with this account's home and name."""
+        return {**env, "HOME": self.home, "USER": self.name, "LOGNAME": self.name}
 
 
 def account_for(owner: str) -> Account | None:

@@ -21,6 +21,7 @@ from jupyter_air import procs
 from .logs import node_dir
 from .node import NodeProcess, missing_program
 from .run_as import account_for
+from .service_secrets import without_service_secrets
 from .store import JobStore
 
 #: Seconds between checks for free GPUs while a job waits for its reservation.
@@ -102,7 +103,7 @@ class LocalNodes:
 
     def start(self, overrides: dict[str, str], run) -> None:
         env = {
-            **os.environ,
+            **without_service_secrets(os.environ),  # on the team's job service: none of its credentials
             **overrides,
             "NODE_RANK": "0",
             "NUM_NODES": "1",

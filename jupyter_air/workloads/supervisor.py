@@ -21,6 +21,7 @@ from .executor import ENVIRONMENT_FILE, executor_for
 from .records import Job, attempt_marker, now_ms
 from .run_logs import keep_logs
 from .runners import AttemptContext
+from .service_secrets import load_service_secrets
 from .store import JobStore
 
 log = logging.getLogger("jupyter_air.workloads.supervisor")
@@ -293,4 +294,5 @@ def main(argv: list[str]) -> None:
         store.update(job_run_id, supervisor_pid=os.getpid(), supervisor_started=procs.start_time(os.getpid()))
     else:
         store = JobStore(air_home())
+    load_service_secrets()  # on the team's job service: its credentials, in memory only
     raise SystemExit(Supervisor(store, job_run_id, user_umask).run())

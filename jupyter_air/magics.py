@@ -8,7 +8,9 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
+from jupyter_air.programs import path_first
 from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
+from jupyter_air.tracking.store import export_tracking_uri
 from jupyter_air.training.options import from_magic
 from jupyter_air.training.options import magic_arguments as run_options
 
@@ -138,8 +140,6 @@ def load_ipython_extension(ip) -> None:
     """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
     works in a kernel of an environment that was never activated), point the kernel's MLflow at the store calls
     record into (unless ``MLFLOW_TRACKING_URI`` is set) and prepare MLflow in the background."""
-    from jupyter_air.programs import path_first
-    from jupyter_air.tracking.store import export_tracking_uri
     from jupyter_air.warmup import warm_up
 
     os.environ["PATH"] = path_first(os.environ.get("PATH"))

@@ -15,9 +15,13 @@ import pickle
 import time
 from collections import OrderedDict
 
-from jupyter_air.run_card.card import RunCard, card_mode
+from jupyter_air.run_card.card import RunCard, card_mode, header_from_run
+from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.starting import StartingCard
+from jupyter_air.run_card.state import CardState
+from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.naming import GPUS_TAG, JOB_TAG, REMOTE_TAG, WORLD_SIZE_TAG
+from jupyter_air.tracking.store import tracker
 from jupyter_air.training import runs
 from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.call_runner import CONTEXT, PAYLOAD, RESULTS
@@ -157,8 +161,6 @@ def cancel_run(run_id: str) -> bool:
 
 def _job_of_run(run_id: str, remote_only: bool = False) -> str | None:
     """The job run id an MLflow run was an attempt of (its ``air.job_run_id`` tag), if it is a run at all."""
-    from jupyter_air.tracking.entities import TrackingError
-    from jupyter_air.tracking.store import tracker
 
     try:
         tags = tracker().get_run(run_id).data.tags
@@ -178,10 +180,6 @@ def remember(run_id: str, card: RunCard | None, results: list | None, exc: BaseE
 
 def _card(job, run_id: str, starting: StartingCard) -> RunCard | None:
     """The run card of the job's run once the run says where its ranks run (None until then)."""
-    from jupyter_air.run_card.card import header_from_run
-    from jupyter_air.run_card.metrics import MetricReader
-    from jupyter_air.run_card.state import CardState
-    from jupyter_air.tracking.store import tracker
 
     tracking = tracker(job.tracking_uri)
     run = tracking.get_run(run_id)
@@ -200,8 +198,6 @@ def _card(job, run_id: str, starting: StartingCard) -> RunCard | None:
 
 def _ended_ms(job, run_id: str) -> int | None:
     """When the job's run ended, as its store says (None: not known; the card then ends now)."""
-    from jupyter_air.tracking.entities import TrackingError
-    from jupyter_air.tracking.store import tracker
 
     try:
         return tracker(job.tracking_uri).get_run(run_id).info.end_time

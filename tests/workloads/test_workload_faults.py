@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -163,17 +162,6 @@ def test_a_command_not_found_at_run_time_says_so(air, tmp_path):
     assert (
         job["error"] == "command exited with code 127 (command not found? check the spelling of the program and PATH)"
     )
-
-
-@pytest.fixture
-def shared_tmp():
-    """A temp folder other users may enter (pytest's own are root-only)."""
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="air-shared-"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def as_nobody(*command: str) -> subprocess.CompletedProcess:

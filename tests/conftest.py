@@ -34,6 +34,15 @@ def temp_working_directory(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True, scope="session")
+def default_air_home(tmp_path_factory):
+    """An AIR_HOME in the session's temp folder for whatever names none (a kernel, a server, `air`): never the
+    default ~/.jupyter_air of the account running the tests. Tests that need their own set it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIR_HOME", str(tmp_path_factory.mktemp("default-air-home")))
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def stop_resident_processes(tmp_path_factory):
     """AIR_HOME's MLflow server and fork server zygote outlive whoever started them, by design: those of this
     session's AIR_HOMEs are stopped at its end (and, should the session die first, they stop after 10 idle

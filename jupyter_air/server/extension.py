@@ -23,6 +23,7 @@ from ..tracking.store import export_tracking_uri
 from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS, StartRetry
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks, UiAutostart
+from .terminals import set_up_terminals
 
 
 class JupyterAir(ExtensionApp):
@@ -96,6 +97,15 @@ class JupyterAir(ExtensionApp):
         help="Turn on jupyter-server-proxy's generic /proxy/<port>/ route (off by default): it forwards "
         "authenticated requests to any port of this machine without Jupyter's origin check. jupyter_air's "
         "MLflow UI does not need it.",
+    )
+
+    terminals_open_at_root = Bool(
+        True,
+        config=True,
+        help="Open new JupyterLab terminals that name no folder (File > New > Terminal, the launcher at the file "
+        "browser's root) at ServerApp.root_dir, where relative paths in notebooks and examples point, rather than in "
+        "the folder the server was started from. A terminal started from a folder of the file browser opens there "
+        "either way. False leaves jupyter_server_terminals' default.",
     )
 
     ray_address = Unicode(
@@ -260,6 +270,10 @@ class JupyterAir(ExtensionApp):
         from ..tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
 
         self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers())
+
+    async def _start_jupyter_server_extension(self, serverapp) -> None:
+        # After every extension loaded: jupyter_server_terminals made its terminal manager by now.
+        set_up_terminals(serverapp, self.terminals_open_at_root, self.log)
 
     async def stop_extension(self) -> None:
         self.sampler.stop()

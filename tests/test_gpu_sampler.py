@@ -12,6 +12,7 @@ from jupyter_air.gpu.history import History
 from jupyter_air.gpu.host import HostReading
 from jupyter_air.gpu.nvml import NvmlSource
 from jupyter_air.gpu.sampler import Sampler
+from jupyter_air.gpu.simulated import SimulatedSource
 from jupyter_air.gpu.sources import open_source
 from jupyter_air.gpu.types import Reading
 from jupyter_air.server.extension import JupyterAir
@@ -58,7 +59,9 @@ def test_none_source_says_why():
 
 
 def test_simulated_numbers_vary_and_stay_plausible():
-    source = open_source("simulated", 3)
+    # Given 3 simulated GPUs that no process of this user uses (any .distributed() caller here would hold one at 0 %)
+    source = SimulatedSource(3, users=lambda: [])
+    source.open()
     readings = [source.read() for _ in range(5)]
     assert source.name == "simulated" and len(source.devices) == 3
     values = {r.utilization_percent[0] for r in readings}

@@ -26,6 +26,12 @@ c.ServerApp.allow_root = True  # noqa: F821
 c.JupyterAir.simulated_gpus = 2  # noqa: F821
 c.JupyterAir.sample_interval_seconds = 2  # noqa: F821
 
+# JUPYTER_AIR_UI_IDLE_MINUTES=<minutes> makes a kernel left idle on GPU memory an idle GPU holder that soon (as
+# `make demo` does, shorter), checked every second: the simulated GPUs' own holders, kernels that ran a call.
+if os.environ.get("JUPYTER_AIR_UI_IDLE_MINUTES"):
+    c.JupyterAir.idle_holder_minutes = float(os.environ["JUPYTER_AIR_UI_IDLE_MINUTES"])  # noqa: F821
+    c.JupyterAir.idle_holder_check_seconds = 1  # noqa: F821
+
 # JUPYTER_AIR_UI_TOKEN turns Jupyter's login back on (Galata turns it off), for the test of links that a
 # logged-out browser opens.
 if os.environ.get("JUPYTER_AIR_UI_TOKEN"):

@@ -69,9 +69,14 @@ const SERVERS: {
   host?: string;
 }[] = [
   {
+    // A kernel that ran a call, idle for 3 s on the simulated GPUs' memory, is an idle GPU holder.
     name: 'simulated',
     port: PORT_BASE,
-    env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: SIMULATED_AIR_HOME }
+    env: {
+      JUPYTER_AIR_GPU_SOURCE: 'simulated',
+      JUPYTER_AIR_UI_IDLE_MINUTES: '0.05',
+      AIR_HOME: SIMULATED_AIR_HOME
+    }
   },
   {
     name: 'no-gpu',

@@ -62,7 +62,8 @@ test.describe('GPU panel, simulated GPUs', () => {
     tmpPath
   }) => {
     // Given a notebook whose name holds HTML, and a GPU process that is its kernel. The simulated
-    // source reports no processes, so the process is added to the real server's answers.
+    // source lists only processes that ran a `.distributed()` call (simulated-holders.spec.ts), so the
+    // process is added to the real server's answers.
     const name = '<i>train.ipynb';
     const notebook = `${tmpPath}/${name}`;
     const empty = { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };

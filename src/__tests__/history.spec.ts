@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 import { chartData } from '../gpu/charts';
 import { formatBytes, formatDuration, formatValue } from '../format';
 import { appendPayload, capHistory, emptyHistory, latestValue } from '../gpu/history';
-import { LABEL_SHOWN_PX, placeLabels } from '../gpu/runBands';
 import { FakeServer, START_MS } from './fakeServer';
 
 const trans = nullTranslator.load('jupyter_air');
@@ -83,34 +82,6 @@ describe('chartData', () => {
       START_MS / 1000 + 100
     ]);
     expect(data[1]).toEqual([1, null, null, 2]);
-  });
-});
-
-describe('placeLabels', () => {
-  it('keeps run labels inside a narrow chart and off each other, newest runs first', () => {
-    // Given a 170 px plot (a 250 px sidebar) and six runs, nested and overlapping, the last one still running
-    const width = 170;
-    const starts = [0, 10, 20, 40, 120, 150];
-    // When their labels are placed
-    const places = placeLabels(starts, width);
-    // Then every label shown lies within the plot, and no two in a row overlap
-    const shown = places.filter(p => p !== null);
-    for (const place of shown) {
-      expect(place.left).toBeGreaterThanOrEqual(0);
-      expect(place.left + place.width).toBeLessThanOrEqual(width);
-      expect(place.width).toBeGreaterThanOrEqual(LABEL_SHOWN_PX);
-    }
-    for (const a of shown) {
-      for (const b of shown) {
-        const apart = a.left + a.width <= b.left || b.left + b.width <= a.left;
-        expect(a === b || a.row !== b.row || apart).toBe(true);
-      }
-    }
-    // And the newest run, near the right edge, is labelled, moved left to show a few letters
-    expect(places[5]).toEqual({ row: 0, left: width - 64, width: 64 });
-    // And a label reaches up to the next newer label in its row, not just over its band
-    expect(places[3]).toEqual({ row: 2, left: 40, width: 130 });
-    expect(shown.length).toBeGreaterThanOrEqual(4);
   });
 });
 

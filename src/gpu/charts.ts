@@ -3,7 +3,7 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import uPlot from 'uplot';
 
 import type { IRun } from '../experiment/tokens';
-import { drawRuns } from './runBands';
+import { drawRuns, nameRunsAt } from './runBands';
 import type { IGpuHistory } from './tokens';
 
 /** Colours and fonts taken from the JupyterLab theme. */
@@ -142,8 +142,8 @@ export class GpuCharts {
   }
 
   /**
-   * Shade the time span of each run on every chart, labelled with its name on the first one; hovering
-   * a label tells the run, its status and duration, clicking it calls `onOpen`.
+   * Shade the time span of each run on every chart, labelled on the first one where names fit; hovering a
+   * band or label tells the run, its status and duration, clicking a label calls `onOpen`.
    */
   setRuns(runs: IRun[], onOpen: (run: IRun) => void): void {
     this._runs = runs;
@@ -175,7 +175,8 @@ export class GpuCharts {
       this._host.appendChild(section);
       const options = this._options(spec, width, sync.key);
       options.hooks = {
-        draw: [u => this._drawRuns(u, first)]
+        draw: [u => this._drawRuns(u, first)],
+        setCursor: [nameRunsAt]
       };
       const plot = new uPlot(options, [[]], section);
       sync.sub(plot);

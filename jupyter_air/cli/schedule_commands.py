@@ -9,8 +9,9 @@ import signal
 import sys
 import threading
 import time
+from datetime import datetime
 
-from jupyter_air.format import visible
+from jupyter_air.format import duration, visible
 from jupyter_air.workloads.cron import shown
 from jupyter_air.workloads.jobs import Jobs, Resolved
 from jupyter_air.workloads.records import Fire, Schedule, now_ms
@@ -20,6 +21,8 @@ from . import CliError, output
 
 #: Seconds between two reaps of dead supervisors by `air scheduler` (a dead job would hold max_concurrent_runs).
 REAP_SECONDS = 5.0
+#: How to start a driver of the schedules under AIR_HOME.
+START_DRIVER = "start JupyterLab (with jupyter_air; `make run` in its checkout), or run `air scheduler` in a terminal"
 
 
 def add_parsers(sub, json_help: str) -> None:
@@ -84,17 +87,31 @@ def dispatch(jobs: Jobs, args: argparse.Namespace) -> int:
         raise CliError(f"{err}{hint}", 2) from None
 
 
-def list_schedules(schedules: Schedules, args: argparse.Namespace) -> int:
-    found = schedules.list()
+def list_schedules(schedules: Schedules, args: argparse.Namespace, start: str = START_DRIVER) -> int:
+    """Print the schedules; when one waits past its fire time for a driver, say so on stderr, and ``start`` (how to
+    start one)."""
+    found, driver = schedules.listing()
     if args.output == "json":
         output.print_json([schedule_json(s) for s in found])
-        return 0
-    if not found:
+    elif not found:
         print("no schedules (a workload file with a `schedule:` block creates one with `air run -f`)", file=sys.stderr)
-        return 0
-    columns = ("NAME", "STATUS", "EXPRESSION", "TIME ZONE", "NEXT FIRE", "LAST FIRE")
-    output.table(columns, [_row(s) for s in found], status_column=1)
+    else:
+        columns = ("NAME", "STATUS", "EXPRESSION", "TIME ZONE", "NEXT FIRE", "LAST FIRE")
+        output.table(columns, [_row(s) for s in found], status_column=1)
+    if driver is not None and driver.stalled:
+        print(stalled_notice(driver.last_tick_ms, start), file=sys.stderr)
     return 0
+
+
+def stalled_notice(last_tick_ms: int | None, start: str, now: int | None = None) -> str:
+    """What `air schedules list` says when a schedule's next fire time has passed and no driver runs to fire it."""
+    if last_tick_ms is None:
+        since = "no driver has run yet"
+    else:
+        moment = datetime.fromtimestamp(last_tick_ms / 1000).astimezone()
+        ago = duration(((now_ms() if now is None else now) - last_tick_ms) / 1000)
+        since = f"no driver has fired since {moment:%Y-%m-%d %H:%M:%S} {moment.tzname()} ({ago} ago)"
+    return f"note: {since}, so the schedules whose NEXT FIRE is past wait for one: {start}"
 
 
 def _row(schedule: Schedule) -> list[str]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from jupyter_air.team.client import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.driver_ticks import Driver
 from jupyter_air.workloads.file_limits import read_limited
 from jupyter_air.workloads.job_json import job_from_json
 from jupyter_air.workloads.jobs_view import MAX_LIMIT
@@ -25,6 +26,8 @@ from .follow import emit
 COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions", "schedules", "scheduler")
 #: What fires the schedules kept by the team's job service.
 _FIRED_BY = "the team's job service fires it"
+#: How the schedules of the team's job service get a driver again.
+_DRIVEN_BY = "the team's job service fires them; ask its administrator whether it runs"
 #: Seconds between two reads of a followed log.
 _FOLLOW_SECONDS = 1.0
 
@@ -54,7 +57,11 @@ class TeamSchedules:
         self.service = service.schedules
 
     def list(self) -> list[Schedule]:
-        return [schedule_from_json(s) for s in self.service.list()["schedules"]]
+        return self.listing()[0]
+
+    def listing(self) -> tuple[list[Schedule], Driver | None]:
+        answer = self.service.list()
+        return [schedule_from_json(s) for s in answer["schedules"]], Driver.from_json(answer.get("driver"))
 
     def get(self, name: str) -> Schedule:
         return schedule_from_json(self.service.get(name))
@@ -140,7 +147,7 @@ def _scheduled(path: Path) -> bool:
 def _schedules(service: ServiceJobs, args: argparse.Namespace) -> int:
     schedules = TeamSchedules(service)
     if args.action == "list":
-        return schedule_commands.list_schedules(schedules, args)
+        return schedule_commands.list_schedules(schedules, args, _DRIVEN_BY)
     if args.action == "run-now":
         fire = service.schedules.run_now(args.name)["fire"]
         return schedule_commands.report_fire(Fire(args.name, **fire), args)

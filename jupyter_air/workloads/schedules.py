@@ -7,6 +7,7 @@ import getpass
 import json
 
 from .cron import as_ms, next_fires
+from .driver_ticks import Driver, last_tick_ms, stalled
 from .jobs import Jobs, Resolved
 from .permissions import Forbidden, schedule_target
 from .records import Fire, Schedule, fire_from_row, now_ms, schedule_from_row
@@ -97,6 +98,17 @@ class Schedules:
             return found
         shown = self.jobs.permissions.visible([schedule_target(schedule) for schedule in found])
         return [schedule for schedule, seen in zip(found, shown, strict=True) if seen]
+
+    def listing(self, now: int | None = None) -> tuple[list[Schedule], Driver]:
+        """:meth:`list`, and whether a driver fires those schedules at ``now`` (epoch ms, default the clock)."""
+        found = self.list()
+        return found, stalled(found, self._last_tick(), now_ms() if now is None else now)
+
+    def _last_tick(self) -> int | None:
+        if not (self.jobs.home / "jobs.db").exists():
+            return None
+        with self.jobs.store.transaction() as db:
+            return last_tick_ms(db)
 
     def _read(self, name: str | None, fires: int) -> list[Schedule]:
         if not (self.jobs.home / "jobs.db").exists():

@@ -1,6 +1,7 @@
 """The schedules of one AIR_HOME as the Experiment panel and the team's job service show them: ``air schedules list
--o json`` with each schedule's last job (its status and the link of its latest attempt), get, pause, resume, run-now
-and delete. Knows nothing of HTTP; blocking (SQLite, processes): call it off the event loop."""
+-o json`` with each schedule's last job (its status and the link of its latest attempt) and whether a driver fires
+them, get, pause, resume, run-now and delete. Knows nothing of HTTP; blocking (SQLite, processes): call it off the
+event loop."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ class SchedulesView:
         self.schedules = Schedules(jobs.jobs)
 
     def list(self) -> dict:
-        """Every schedule by name, each with its last fire and that fire's job (null: none, or forgotten)."""
-        return {"schedules": [self._json(schedule) for schedule in self.schedules.list()]}
+        """Every schedule by name, each with its last fire and that fire's job (null: none, or forgotten), and the
+        ``driver``: when one last ticked, and whether a schedule waits past its fire time for one."""
+        found, driver = self.schedules.listing()
+        return {"schedules": [self._json(schedule) for schedule in found], "driver": driver.to_json()}
 
     def get(self, name: str) -> dict:
         """One schedule with its latest fires (as ``air schedules get -o json``), its last fire and that job."""

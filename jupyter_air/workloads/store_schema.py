@@ -85,6 +85,10 @@ CREATE TABLE IF NOT EXISTS schedule_fires (
     manual INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (name, scheduled_ms)
 );
+CREATE TABLE IF NOT EXISTS driver_ticks (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    ticked_ms INTEGER NOT NULL
+);
 """
 
 #: Columns added after the first release: created in databases made before them.
@@ -124,7 +128,8 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def create_tables(db: sqlite3.Connection) -> None:
-    """Create the missing tables, indexes and columns (in the caller's write transaction)."""
+    """Create the missing tables, indexes and columns, a new table filled from what older ones tell (in the caller's
+    write transaction)."""
     for statement in filter(str.strip, _SCHEMA.split(";")):
         db.execute(statement)
     for table, columns in _ADDED_COLUMNS.items():
@@ -132,3 +137,8 @@ def create_tables(db: sqlite3.Connection) -> None:
         for name, kind in columns.items():
             if name not in have:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    # A store from before driver_ticks: its drivers last ticked when they last fired a schedule by time.
+    db.execute(
+        "INSERT OR IGNORE INTO driver_ticks (id, ticked_ms) SELECT 1, MAX(fired_ms) FROM schedule_fires"
+        " WHERE manual = 0 HAVING MAX(fired_ms) IS NOT NULL"
+    )

@@ -8,6 +8,7 @@ import sqlite3
 
 from jupyter_air.tracking.naming import SCHEDULE_TAG, SCHEDULED_TIME_TAG
 
+from . import driver_ticks
 from .cron import as_ms, iso, next_fires, previous_fire
 from .jobs import Jobs, SubmitError
 from .permissions import schedule_target
@@ -32,16 +33,23 @@ class Busy(RuntimeError):
 def tick(jobs: Jobs, now: int | None = None) -> list[Fire]:
     """Claim every schedule due at ``now`` (epoch ms, default the clock) in one write transaction that moves its
     next fire time on (compare-and-set), then submit each claimed fire's job through :meth:`Jobs.submit`. Returns
-    the fires recorded: SUBMITTED, SKIPPED (with the reason) or FAILED. Never creates the job store."""
+    the fires recorded: SUBMITTED, SKIPPED (with the reason) or FAILED. Records the tick (``driver_ticks``); never
+    creates the job store."""
     if not (jobs.home / "jobs.db").exists():
         return []
     now = now_ms() if now is None else now
     store = jobs.store
     with store.transaction() as db:  # a read: most ticks find nothing due and never take the write lock
-        if db.execute("SELECT 1 FROM schedules WHERE next_fire_ms <= ? LIMIT 1", (now,)).fetchone() is None:
-            return []
+        due = db.execute("SELECT 1 FROM schedules WHERE next_fire_ms <= ? LIMIT 1", (now,)).fetchone()
+        last_tick = driver_ticks.last_tick_ms(db)
+    if due is None:
+        if driver_ticks.record_due(last_tick, now):  # every RECORD_SECONDS: "no driver runs" can be told
+            with store.transaction(immediate=True) as db:
+                driver_ticks.record(db, now)
+        return []
     claimed: list[tuple[Schedule, Fire]] = []
     with store.transaction(immediate=True) as db:
+        driver_ticks.record(db, now)
         for row in db.execute("SELECT * FROM schedules WHERE next_fire_ms <= ?", (now,)).fetchall():
             schedule = schedule_from_row(row, [])
             fire, following = _plan(schedule, now)

@@ -12,8 +12,11 @@ import yaml
 from workload_helpers import write_workload
 
 from jupyter_air.cli import main
+from jupyter_air.workloads.loader import WorkloadError, load_workload
 
 BAD = Path(__file__).parent / "bad"
+#: What a value that starts with '*', unquoted, is told (the line as it must be written follows).
+STAR = "not valid YAML: a value that starts with '*' must be quoted (YAML reads '*' as an alias): write "
 
 CASES = [
     ("unknown_top_key.yaml", "unknown_top_key.yaml:4: max_retry: unknown key; did you mean 'max_retries'?"),
@@ -74,6 +77,10 @@ CASES = [
         "(got 'America/Sao_Paolo')",
     ),
     ("schedule_unknown_key.yaml", "schedule_unknown_key.yaml:7: schedule.timezone: unknown key; did you mean"),
+    (
+        "schedule_unquoted.yaml",
+        f'schedule_unquoted.yaml:6: {STAR}quartz_cron_expression: "* * * * *"',
+    ),
 ]
 
 
@@ -97,6 +104,30 @@ def test_bad_workload_exits_2_with_its_message_and_creates_nothing(name, expecte
     assert code == 2
     assert expected in err, err
     assert_nothing_created(air, mlflow_client, experiment)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (  # a flow mapping: the value ends at its comma
+            "schedule: {quartz_cron_expression: */10 * * * * ?, timezone_id: UTC}",
+            f'wl.yaml:1: {STAR}quartz_cron_expression: "*/10 * * * * ?"',
+        ),
+        ('command: python\nargs:\n  - *"x"  # a list item', f"wl.yaml:3: {STAR}'*\"x\"'"),
+        (
+            "command: *train",
+            "wl.yaml:1: not valid YAML: '*train' reads as a YAML alias, and no '&train' anchor is set: if it is text, "
+            'write command: "*train"',
+        ),
+    ],
+)
+def test_a_value_starting_with_a_star_is_shown_quoted(text, expected):
+    # Given a workload whose value starts with '*', unquoted, When it is loaded
+    with pytest.raises(WorkloadError) as error:
+        load_workload("wl.yaml", text=text + "\n")
+
+    # Then the one problem names the line and shows the line as it must be written
+    assert error.value.problems == [expected]
 
 
 def test_every_error_is_reported_in_one_pass_one_line_each(air, mlflow_client, capsys):

@@ -4,6 +4,7 @@ import './status.css';
 import './charts.css';
 import './runcard.css';
 import './experiment.css';
+import './sections.css';
 import './logs.css';
 import './nodes.css';
 import './processes.css';

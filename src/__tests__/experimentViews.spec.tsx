@@ -8,6 +8,7 @@ import { ExperimentPanel } from '../experiment/components/ExperimentPanel';
 import { JobList } from '../experiment/components/JobList';
 import { RunList } from '../experiment/components/RunList';
 import { ExperimentModel } from '../experiment/model';
+import { PanelState } from '../experiment/panelState';
 import { FakeRunsServer, makeJob, makeRun, T0 } from './fakeRuns';
 import { reactRoot } from './harness';
 
@@ -33,6 +34,7 @@ function renderPanel(
   dom.render(
     <ExperimentPanel
       model={model}
+      state={new PanelState(null)}
       revision={1}
       onOpenUrl={onOpenUrl}
       onOpenLogs={() => undefined}

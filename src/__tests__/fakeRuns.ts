@@ -8,6 +8,7 @@ import {
   IRunsPayload,
   IRunWindowPayload,
   ISchedule,
+  IScheduleDriver,
   JobStatus,
   RunStatus
 } from '../experiment/tokens';
@@ -112,6 +113,8 @@ export class FakeRunsServer {
   ended = new Set<string>();
   windowRuns: IRun[] = [];
   schedules: ISchedule[] = [];
+  /** What `GET schedules` says of the driver (absent while undefined, as from an older server). */
+  driver: IScheduleDriver | undefined = undefined;
   /** Run now answers 409 with this while set (the schedule's job already runs). */
   busy: string | null = null;
   /**
@@ -172,7 +175,7 @@ export class FakeRunsServer {
       return { jobs: this.jobs };
     }
     if (path === 'schedules') {
-      return { schedules: this.schedules };
+      return { schedules: this.schedules, driver: this.driver };
     }
     const action = /^schedules\/([^/]+)\/(pause|resume|run-now)$/.exec(path);
     if (action && method === 'POST') {

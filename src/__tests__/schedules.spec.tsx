@@ -87,6 +87,44 @@ describe('Schedules', () => {
     expect(model.error).toBeNull();
   });
 
+  it('says atop the list while no driver fires them, since when, and how to start one', async () => {
+    // Given a schedule past its next fire, the driver last seen at T0, on a shown panel
+    server.schedules = [makeSchedule('nightly')];
+    server.driver = { last_tick_ms: T0, stalled: true };
+    model.setVisible(true);
+    await advance(0);
+    const shown = () => {
+      dom.render(
+        <ScheduleList
+          schedules={model.schedules}
+          driver={model.scheduleDriver}
+          onAct={() => undefined}
+          trans={trans}
+        />
+      );
+      return dom.container.querySelector<HTMLElement>('.jp-Air-schedules-stalled');
+    };
+    // When it is listed, Then one status line says since when no driver ran and names the command
+    const stalled = shown();
+    expect(stalled?.getAttribute('role')).toBe('status');
+    expect(stalled?.textContent).toContain(
+      `no driver has run since ${new Date(T0).toLocaleString()}`
+    );
+    expect(stalled?.querySelector('code')?.textContent).toBe('air scheduler');
+    expect(dom.container.querySelectorAll('.jp-Air-schedule')).toHaveLength(1);
+    // When no driver ever ran, Then it says so
+    server.driver = { last_tick_ms: null, stalled: true };
+    await advance(5000);
+    expect(shown()?.textContent).toContain('no driver has run yet');
+    // When a driver fires again, or a server does not say, Then the line is gone
+    server.driver = { last_tick_ms: T0 + 10_000, stalled: false };
+    await advance(5000);
+    expect(shown()).toBeNull();
+    server.driver = undefined;
+    await advance(5000);
+    expect(shown()).toBeNull();
+  });
+
   it('words Quartz expressions with Sunday as day 1, and keeps one it cannot read', () => {
     expect(expressionInWords('0 0 2 * * ?')).toBe('At 02:00');
     expect(expressionInWords('*/10 * * * * ?')).toBe('Every 10 seconds');

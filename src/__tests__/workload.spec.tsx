@@ -9,7 +9,6 @@ import { JobList } from '../experiment/components/JobList';
 import { RunList } from '../experiment/components/RunList';
 import { WorkloadErrors } from '../experiment/components/WorkloadErrors';
 import { ExperimentModel } from '../experiment/model';
-import { jobStarted } from '../experiment/jobs';
 import { scheduleKept } from '../experiment/schedules';
 import type { IJob } from '../experiment/tokens';
 import { requestAPI, RequestError } from '../request';
@@ -134,38 +133,6 @@ describe('Submitting a workload file', () => {
     expect(post.headers.get('Content-Type')).toBe('application/json');
     expect(await post.json()).toEqual({ path: 'train.yaml' });
     model.dispose();
-  });
-
-  it("says when the new job's first attempt has started (its log exists), or that it never will", async () => {
-    vi.useFakeTimers();
-    try {
-      // Given a shown panel, and two files whose jobs wait for their first attempt
-      const server = new FakeRunsServer();
-      const pending = (id: string): IJob => ({ ...makeJob(id, 'PENDING'), attempts: [] });
-      server.workloads.set('a.yaml', pending('job-a'));
-      server.workloads.set('b.yaml', pending('job-b'));
-      const model = new ExperimentModel({ request: server.request });
-      model.setVisible(true);
-      await vi.advanceTimersByTimeAsync(0);
-      await model.submitWorkload('a.yaml');
-      await model.submitWorkload('b.yaml');
-      const started = { a: null as boolean | null, b: null as boolean | null };
-      void jobStarted(model, 'job-a').then(value => (started.a = value));
-      void jobStarted(model, 'job-b').then(value => (started.b = value));
-      await vi.advanceTimersByTimeAsync(5000);
-      expect(started).toEqual({ a: null, b: null });
-      // When job a's first attempt starts and job b fails before it had one
-      const a = server.jobs.find(j => j.job_run_id === 'job-a')!;
-      a.status = 'RUNNING';
-      a.attempts = makeJob('job-a').attempts;
-      server.jobs.find(j => j.job_run_id === 'job-b')!.status = 'FAILED';
-      await vi.advanceTimersByTimeAsync(5000);
-      // Then job a has started, and job b never will
-      expect(started).toEqual({ a: true, b: false });
-      model.dispose();
-    } finally {
-      vi.useRealTimers();
-    }
   });
 
   it('lists every error of the file as text in the dialog', () => {

@@ -26,8 +26,7 @@ const PAGE_SIZE = 50;
 const CHANGES_LIMIT = 200;
 
 /**
- * Holds the runs of the followed notebook, the `air` jobs and schedules (see `PollingModel` for when it
- * pauses).
+ * Holds the runs of the followed notebook, the `air` jobs and schedules (see `PollingModel` for when it pauses).
  *
  * It polls while the panel is visible. Each poll reads the jobs and the schedules (a job started from a
  * terminal, or fired by a schedule, shows within one interval); the runs only while something may change them: a run is running, or the
@@ -82,9 +81,13 @@ export class ExperimentModel extends PollingModel {
     return this._jobs;
   }
 
-  /** The schedules, by name. */
+  /** The schedules, by name, and whether a driver fires them (undefined: the server does not say). */
   get schedules(): ISchedule[] {
-    return this._schedules;
+    return this._schedules.schedules;
+  }
+
+  get scheduleDriver(): ISchedulesPayload['driver'] {
+    return this._schedules.driver;
   }
 
   /** The latest answer about the notebook (its default experiment, the MLflow UI's address). */
@@ -227,10 +230,7 @@ export class ExperimentModel extends PollingModel {
     this._fullReload = true;
   }
 
-  /**
-   * Read what may have changed: the runs while one runs or a cell runs (and once after), or on a full
-   * reload or a refresh; the jobs and schedules every time.
-   */
+  /** Read what may have changed (see the class's comment): the jobs and schedules every time. */
   protected async fetch(refresh: boolean): Promise<void> {
     const full = refresh || this._fullReload;
     this._fullReload = false;
@@ -242,7 +242,7 @@ export class ExperimentModel extends PollingModel {
       await this._fetchRuns(path, full || this._runsPayload === null);
     }
     this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
-    this._schedules = (await this._get<ISchedulesPayload>('schedules')).schedules;
+    this._schedules = await this._get<ISchedulesPayload>('schedules');
     this._loaded = true;
     this.emitChanged();
   }
@@ -284,7 +284,7 @@ export class ExperimentModel extends PollingModel {
   private _notebookPath: string | null = null;
   private _runs: IRun[] = [];
   private _revealedJob: string | null = null;
-  private _schedules: ISchedule[] = [];
+  private _schedules: ISchedulesPayload = { schedules: [] };
   private _runsPayload: IRunsPayload | null = null;
   private _settings: IExperimentSettings;
 }

@@ -17,6 +17,9 @@ import { DoneRuns } from './doneRuns';
 import { ExperimentModel } from './model';
 
 import { JobAccess } from './jobAccess';
+// The panel's state is made during activation, for the panel and Run workload…'s notifications.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { PanelState } from './panelState';
 import { Sharing } from './sharing';
 import {
   DEFAULT_EXPERIMENT_SETTINGS,
@@ -171,10 +174,13 @@ export const experimentPlugin: JupyterFrontEndPlugin<void> = {
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter_air');
     const model = new ExperimentModel();
+    const state = new PanelState();
+    state.follow(model);
     addLogsCommand(app, model, trans);
-    addRunWorkloadCommand(app, model, fileBrowser, trans);
+    addRunWorkloadCommand(app, model, state, fileBrowser, trans);
     const widget = new ExperimentPanelWidget({
       model,
+      state,
       sharing: new Sharing(requestAPI),
       access: new JobAccess(requestAPI),
       onOpenLogs: (jobRunId, attempt, node) =>

@@ -208,9 +208,19 @@ export interface IKeptSchedule {
 /** Answer of `POST jupyter-air/jobs`: the new job, or the schedule a workload with a `schedule:` made. */
 export type SubmitAnswer = IJob | IKeptSchedule;
 
+/** Whether a driver (this server's job check, `air scheduler`, the team's job service) fires the schedules. */
+export interface IScheduleDriver {
+  /** When one last ticked (epoch ms); null: none has yet. */
+  last_tick_ms: number | null;
+  /** An unpaused schedule's next fire time passed over a minute ago: no driver runs. */
+  stalled: boolean;
+}
+
 /** Answer of `GET jupyter-air/schedules`. */
 export interface ISchedulesPayload {
   schedules: ISchedule[];
+  /** Absent from a job service that does not say. */
+  driver?: IScheduleDriver;
 }
 
 /** What can be done to a schedule: `POST jupyter-air/schedules/<name>/<action>`. */

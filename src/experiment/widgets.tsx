@@ -20,6 +20,7 @@ import { showJobAccess } from './accessDialog';
 import { ExperimentPanel } from './components/ExperimentPanel';
 import type { JobAccess } from './jobAccess';
 import type { ExperimentModel } from './model';
+import type { PanelState } from './panelState';
 import { SHARE_LEVELS, Sharing, ShareLevel } from './sharing';
 import { EXPERIMENT_PANEL_ID, IJob, IRunNowAnswer, ISchedule, ScheduleAction } from './tokens';
 
@@ -27,6 +28,7 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
   constructor(options: ExperimentPanelWidget.IOptions) {
     super(options.model);
     this._options = options;
+    this.follow(options.state.changed);
     this.id = EXPERIMENT_PANEL_ID;
     this.addClass('jp-Air-panel');
     void options.sharing.info().then(info => {
@@ -40,6 +42,7 @@ export class ExperimentPanelWidget extends ModelView<ExperimentModel> {
     return (
       <ExperimentPanel
         model={this.model}
+        state={this._options.state}
         revision={this.revision}
         onOpenUrl={url => window.open(url, '_blank', 'noopener')}
         onOpenLogs={onOpenLogs}
@@ -168,6 +171,8 @@ class ShareForm
 export namespace ExperimentPanelWidget {
   export interface IOptions {
     model: ExperimentModel;
+    /** Its collapsed sections and what to bring into view. */
+    state: PanelState;
     sharing: Sharing;
     access: JobAccess;
     onOpenLogs: (jobRunId: string, attempt: number, node: number) => void;

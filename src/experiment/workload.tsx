@@ -1,6 +1,6 @@
 /**
- * "Run workload…": submit a YAML file of the file browser as an `air` job, then show it and its log;
- * a workload with a `schedule:` becomes a schedule, which a notification announces.
+ * "Run workload…": submit a YAML file of the file browser as an `air` job, which a notification names with
+ * its Logs and a way to the Experiment panel; a workload with a `schedule:` becomes a schedule, announced too.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, Notification, showDialog } from '@jupyterlab/apputils';
@@ -12,13 +12,16 @@ import * as React from 'react';
 import { RequestError } from '../request';
 import { WorkloadErrors } from './components/WorkloadErrors';
 import type { ExperimentModel } from './model';
-import { jobStarted } from './jobs';
-import { scheduleKept } from './schedules';
+import type { PanelState } from './panelState';
 import { ExperimentCommandIDs, SubmitAnswer } from './tokens';
+import { submittedNotice } from './workloadNotice';
 
 /** The file browser's items the command is offered on (JupyterLab's `yaml` file type: .yaml, .yml). */
 const YAML_ITEMS = '.jp-DirListing-item[data-file-type="yaml"]';
 const YAML_PATH = /\.ya?ml$/i;
+
+/** How long a notification of a submitted file stays on screen (then in the notification centre). */
+const NOTICE_MS = 15_000;
 
 const RUN_ARGS = {
   args: {
@@ -38,6 +41,7 @@ const RUN_ARGS = {
 export function addRunWorkloadCommand(
   app: JupyterFrontEnd,
   model: ExperimentModel,
+  state: PanelState,
   browser: IDefaultFileBrowser | null,
   trans: TranslationBundle
 ): void {
@@ -51,14 +55,14 @@ export function addRunWorkloadCommand(
   app.commands.addCommand(ExperimentCommandIDs.runWorkload, {
     label: trans.__('Run workload…'),
     caption: trans.__(
-      'Start this YAML workload as an air job (as `air run -f` does) and follow it in the Experiment panel'
+      'Start this YAML workload as an air job (as `air run -f` does); a notification opens its logs'
     ),
     describedBy: RUN_ARGS,
     isEnabled: args => YAML_PATH.test(pathOf(args) ?? ''),
     execute: async args => {
       const path = pathOf(args);
       if (path !== null) {
-        await runWorkload(app, model, path, trans);
+        await runWorkload(app, model, state, path, trans);
       }
     }
   });
@@ -66,12 +70,13 @@ export function addRunWorkloadCommand(
 }
 
 /**
- * Submit `path`; on success show the Experiment panel with the new job, and its log once its first
- * attempt has started; otherwise a dialog lists every error of the file.
+ * Submit `path`; on success a notification names the new job (or the schedule made), with Logs and Open in
+ * panel, whether the panel shows or not; otherwise a dialog lists every error of the file.
  */
 async function runWorkload(
   app: JupyterFrontEnd,
   model: ExperimentModel,
+  state: PanelState,
   path: string,
   trans: TranslationBundle
 ): Promise<void> {
@@ -95,17 +100,24 @@ async function runWorkload(
     });
     return;
   }
-  await app.commands.execute(ExperimentCommandIDs.openExperimentPanel);
-  if ('schedule' in answer) {
-    Notification.success(scheduleKept(answer, trans), { autoClose: 8000 });
-    return;
-  }
-  const jobRunId = answer.job_run_id;
-  if (await jobStarted(model, jobRunId)) {
-    await app.commands.execute(ExperimentCommandIDs.openJobLogs, {
-      jobRunId,
-      attempt: -1,
-      node: 0
-    });
-  }
+  const showPanel = (reveal: () => void) => {
+    reveal();
+    void app.commands.execute(ExperimentCommandIDs.openExperimentPanel);
+  };
+  const { message, actions } = submittedNotice(
+    answer,
+    path,
+    {
+      openLogs: jobRunId =>
+        void app.commands.execute(ExperimentCommandIDs.openJobLogs, {
+          jobRunId,
+          attempt: -1,
+          node: 0
+        }),
+      showJob: jobRunId => showPanel(() => state.revealJob(jobRunId)),
+      showSchedules: () => showPanel(() => state.revealSection('schedules'))
+    },
+    trans
+  );
+  Notification.success(message, { autoClose: NOTICE_MS, actions });
 }

@@ -8,7 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 import { EXPERIMENT_AIR_HOME, UI_ROOT } from '../playwright.config';
-import { airCommand } from './helpers';
+import { airCommand, widenLeftSidebar } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
 const LEFT_TAB = `.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]`;
@@ -26,10 +26,11 @@ test('lists a schedule from a terminal, pauses and resumes it, and runs it now o
   page
 }, testInfo) => {
   test.setTimeout(180_000);
-  // Given the Experiment panel open, and a weekday nightly schedule recorded from a terminal
+  // Given the Experiment panel open in a 250 px sidebar, and a weekday nightly schedule recorded from a terminal
   await page.locator(LEFT_TAB).click();
   const panel = page.locator(EXPERIMENT_PANEL);
   await expect(panel).toBeVisible();
+  await widenLeftSidebar(page, 250);
   const folder = fs.mkdtempSync(path.join(UI_ROOT, 'schedule-'));
   fs.writeFileSync(path.join(folder, 'nightly.yaml'), NIGHTLY);
   airCommand(EXPERIMENT_AIR_HOME, folder, 'run', '-f', 'nightly.yaml');
@@ -111,7 +112,8 @@ test('Run workload… on a file with a schedule records it, says so, and lists i
   await expect(toast).toBeVisible({ timeout: 30_000 });
   await expect(toast).toContainText('nothing runs now; it is paused: resume it under Schedules');
   await toast.screenshot({ path: testInfo.outputPath('schedule-run-workload.png') });
-  // And the Experiment panel lists it, paused, and no job started
+  // And its Open in panel shows the Experiment panel, which lists it, paused, and no job started
+  await toast.locator('.jp-toast-button', { hasText: 'Open in panel' }).click();
   const row = page.locator(`${EXPERIMENT_PANEL} .jp-Air-schedule[data-schedule="${name}"]`);
   await expect(row).toHaveAttribute('data-status', 'PAUSED', { timeout: 30_000 });
   const folder = fs.mkdtempSync(path.join(UI_ROOT, 'schedule-'));

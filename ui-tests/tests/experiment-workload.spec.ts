@@ -1,6 +1,6 @@
 /**
  * Run workload… from the file browser's context menu, against a real server: a refused file lists its
- * errors, a valid one starts an `air` job shown in the Experiment panel with its log.
+ * errors, a valid one starts an `air` job that a notification names, shown in the Experiment panel with its log.
  */
 import { expect, test } from '@jupyterlab/galata';
 
@@ -59,15 +59,19 @@ test('Run workload… starts a YAML file as a job and follows it; a bad file lis
     .screenshot({ path: testInfo.outputPath('workload-errors.png') });
   await dialog.locator('.jp-mod-accept').click();
 
-  // When Run workload… is chosen on the valid file
+  // When Run workload… is chosen on the valid file, and Open in panel in the notification that names its job
   await item('train.yaml').click({ button: 'right' });
   await page.locator(RUN_WORKLOAD).click();
-  // Then the Experiment panel shows the new job, marked, and its log opens and fills
+  const toast = page.locator('.Toastify__toast', { hasText: 'started from train.yaml' });
+  await toast.locator('.jp-toast-button', { hasText: 'Open in panel' }).click();
+  // Then the Experiment panel shows the new job, marked
   const panel = page.locator(EXPERIMENT_PANEL);
   await expect(panel).toBeVisible();
   const job = panel.locator('.jp-Air-job.jp-mod-revealed');
   await expect(job).toHaveCount(1, { timeout: 30_000 });
   await expect(job.locator('.jp-Air-run-experiment')).toHaveText('ui-run-workload');
+  // And its Logs opens its log, which fills
+  await job.locator('.jp-Air-job-logs').first().click({ timeout: 30_000 });
   const log = page.locator('.jp-Air-log-widget .jp-Air-log-text');
   await expect(log).toContainText('workload step 3', { timeout: 60_000 });
   await page

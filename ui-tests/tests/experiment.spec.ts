@@ -13,6 +13,8 @@ import { openNotebook } from './helpers';
 
 const EXPERIMENT_PANEL = '#jupyter-air-experiment-panel';
 const LEFT_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-air-experiment-panel"]';
+/** The top-level runs of the Runs section (a nested call is listed inside its parent's entry). */
+const TOP_RUNS = '.jp-Air-runs-section > .jp-Air-section-body > .jp-Air-runs > .jp-Air-run';
 
 const TRAIN = `%load_ext jupyter_air
 from jupyter_air import distributed
@@ -123,15 +125,11 @@ test.describe('Experiment panel', () => {
     const plain = runRow(page, 'plain-mlflow');
     await expect(plain).toHaveAttribute('data-status', 'FINISHED', { timeout: 60_000 });
     await expect(plain.locator('.jp-Air-metric').first()).toHaveText('val_loss 0.5');
-    await expect(
-      panel.locator('.jp-Air-experiment > .jp-Air-runs-section > .jp-Air-runs > .jp-Air-run')
-    ).toHaveCount(3);
+    await expect(panel.locator(TOP_RUNS)).toHaveCount(3);
     await panel.screenshot({ path: testInfo.outputPath('experiment-panel.png') });
 
     // When the runs are ordered by GPU energy, Then they are listed by the energy each shows, most first
-    const topRuns = panel.locator(
-      '.jp-Air-experiment > .jp-Air-runs-section > .jp-Air-runs > .jp-Air-run'
-    );
+    const topRuns = panel.locator(TOP_RUNS);
     const listed = () =>
       topRuns.evaluateAll(rows =>
         rows.map(row => {

@@ -72,6 +72,23 @@ export async function widenRightSidebar(page: Page, width: number): Promise<void
   await page.mouse.up();
 }
 
+/** Drag the handle between the left sidebar and the main area so the left sidebar's panel is `width` px wide. */
+export async function widenLeftSidebar(page: Page, width: number): Promise<void> {
+  const handle = page
+    .locator('#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)')
+    .first();
+  const box = await handle.boundingBox();
+  const tabs = await page.locator('.jp-SideBar.jp-mod-left').boundingBox();
+  if (!box || !tabs) {
+    throw new Error('The left sidebar handle is not on the page.');
+  }
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width / 2, y);
+  await page.mouse.down();
+  await page.mouse.move(tabs.x + tabs.width + width + box.width / 2, y, { steps: 5 });
+  await page.mouse.up();
+}
+
 /**
  * Write a notebook of code cells at `path` and open it. Typing code into a cell lets the editor's
  * auto-indent rewrite it when the machine is slow; a saved file is exactly what the test says.

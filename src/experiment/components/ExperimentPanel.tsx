@@ -1,17 +1,24 @@
-/** The Experiment panel: the followed notebook's runs, the `air` jobs and schedules, from the model's state. */
+/** The Experiment panel: the followed notebook's runs, the `air` jobs and schedules, each a section that collapses. */
 import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { ErrorBanner, PausedBanner } from '../../components/Banners';
 import type { ExperimentModel, ExperimentState } from '../model';
+import type { PanelState } from '../panelState';
 import { orderRuns, RunOrder } from '../runs';
+import { sectionCounts, SectionId } from '../sections';
 import type { IJob, ISchedule, ScheduleAction } from '../tokens';
+import { EmptyJobs, EmptyRuns, EmptySchedules } from './EmptyStates';
 import { JobList } from './JobList';
 import { RunList } from './RunList';
+import { RunTools } from './RunTools';
 import { ScheduleList } from './ScheduleList';
+import { Section } from './Section';
 
 export interface IExperimentPanelProps {
   model: ExperimentModel;
+  /** Which sections are collapsed, what to bring into view. */
+  state: PanelState;
   /** Bumped by the model on every change. */
   revision: number;
   onOpenUrl: (url: string) => void;
@@ -55,7 +62,8 @@ function useNow(running: boolean): number {
 }
 
 export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
-  const { model, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } = props;
+  const { model, state, onOpenUrl, onOpenLogs, onCancelJob, onScheduleAction, onCopy, trans } =
+    props;
   const { refreshIcon, copyIcon, onShare, onJobPermissions } = props;
   const [selected, setSelected] = React.useState<ReadonlySet<string>>(new Set());
   const [order, setOrder] = React.useState<RunOrder>('newest');
@@ -68,6 +76,15 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
   const compareUrl = chosen.length >= 2 ? model.compareUrl(chosen) : null;
   const error = model.error;
   const experiment = path !== null ? (model.runsPayload?.default_experiment ?? null) : null;
+  const counts = sectionCounts(model, path !== null);
+  const shown = state.sectionReveal;
+  const sectionProps = (id: SectionId) => ({
+    counted: counts[id],
+    collapsed: state.isCollapsed(id),
+    onToggle: () => state.toggle(id),
+    scrollTick: shown?.section === id ? shown.tick : 0,
+    trans
+  });
   const toggle = (runId: string) => {
     const next = new Set(selected);
     if (!next.delete(runId)) {
@@ -122,32 +139,22 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
         />
       ) : null}
 
-      <section className="jp-Air-section jp-Air-runs-section">
-        <div className="jp-Air-section-title">
-          <span>{trans.__('Runs')}</span>
-          <select
-            className="jp-Air-run-order"
-            value={order}
-            onChange={event => setOrder(event.target.value as RunOrder)}
-            aria-label={trans.__('Order of the runs')}
-            title={trans.__('Order of the runs listed here: newest, or most GPU energy, first')}
-          >
-            <option value="newest">{trans.__('Newest first')}</option>
-            <option value="energy">{trans.__('Most energy first')}</option>
-          </select>
-          <button
-            className="jp-Air-compare jp-mod-styled"
-            disabled={compareUrl === null}
-            title={
-              chosen.length < 2
-                ? trans.__('Select two or more runs to compare them in the MLflow UI')
-                : trans.__('Compare the selected runs in the MLflow UI')
-            }
-            onClick={() => compareUrl && onOpenUrl(compareUrl)}
-          >
-            {chosen.length >= 2 ? trans.__('Compare (%1)', chosen.length) : trans.__('Compare')}
-          </button>
-        </div>
+      <Section
+        id="runs"
+        className="jp-Air-runs-section"
+        title={trans.__('Runs')}
+        {...sectionProps('runs')}
+        tools={
+          <RunTools
+            order={order}
+            onOrder={setOrder}
+            chosen={chosen.length}
+            compareUrl={compareUrl}
+            onOpenUrl={onOpenUrl}
+            trans={trans}
+          />
+        }
+      >
         {path !== null && runs.length > 0 ? (
           <RunList
             runs={orderRuns(model.topLevelRuns, order)}
@@ -171,12 +178,14 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             {trans.__('Older runs')}
           </button>
         ) : null}
-      </section>
+      </Section>
 
-      <section className="jp-Air-section jp-Air-jobs-section">
-        <div className="jp-Air-section-title">
-          <span>{trans.__('Workloads')}</span>
-        </div>
+      <Section
+        id="workloads"
+        className="jp-Air-jobs-section"
+        title={trans.__('Workloads')}
+        {...sectionProps('workloads')}
+      >
         {model.jobs.length > 0 ? (
           <JobList
             jobs={model.jobs}
@@ -187,79 +196,31 @@ export function ExperimentPanel(props: IExperimentPanelProps): JSX.Element {
             onCopy={onCopy}
             trans={trans}
             copyIcon={copyIcon}
-            revealed={model.revealedJob}
+            revealed={state.revealedJob}
+            revealTick={state.jobRevealTick}
           />
         ) : (
-          <div className="jp-Air-empty-reason">
-            {trans.__('No air jobs yet. Start one from a terminal:')} <code>{CODE.airRun}</code>{' '}
-            {trans.__('or right-click a YAML file in the file browser: Run workload…')}
-          </div>
+          <EmptyJobs trans={trans} />
         )}
-      </section>
+      </Section>
 
-      <section className="jp-Air-section jp-Air-schedules-section">
-        <div className="jp-Air-section-title">
-          <span>{trans.__('Schedules')}</span>
-        </div>
+      <Section
+        id="schedules"
+        className="jp-Air-schedules-section"
+        title={trans.__('Schedules')}
+        {...sectionProps('schedules')}
+      >
         {model.schedules.length > 0 ? (
-          <ScheduleList schedules={model.schedules} onAct={onScheduleAction} trans={trans} />
+          <ScheduleList
+            schedules={model.schedules}
+            driver={model.scheduleDriver}
+            onAct={onScheduleAction}
+            trans={trans}
+          />
         ) : (
-          <div className="jp-Air-empty-reason">
-            {trans.__(
-              'No schedules. A workload file with a %1 block creates one with',
-              CODE.schedule
-            )}{' '}
-            <code>{CODE.airRun}</code>
-          </div>
+          <EmptySchedules trans={trans} />
         )}
-      </section>
-    </div>
-  );
-}
-
-/** Code a person types, shown as code and never translated. */
-const CODE = {
-  distributed: 'train.distributed(…)',
-  decorator: '@distributed',
-  cellMagic: '%%air_distributed',
-  runMagic: '%%air_run',
-  airRun: 'air run -f workload.yaml',
-  schedule: 'schedule:'
-};
-
-function EmptyRuns(props: {
-  notebook: string | null;
-  experiment: string | null;
-  trans: TranslationBundle;
-}): JSX.Element {
-  const { notebook, experiment, trans } = props;
-  return (
-    <div className="jp-Air-empty jp-Air-runs-empty">
-      <div className="jp-Air-empty-title">
-        {notebook === null
-          ? trans.__('Open a notebook to see its runs')
-          : trans.__('No runs from this notebook yet')}
-      </div>
-      <div className="jp-Air-empty-reason">{trans.__('Its runs show here when it')}</div>
-      <ul className="jp-Air-empty-how">
-        <li>
-          {trans.__('calls a function decorated with %1:', CODE.decorator)}{' '}
-          <code>{CODE.distributed}</code>
-        </li>
-        <li>
-          {trans.__('runs a cell with')} <code>{CODE.cellMagic}</code> {trans.__('or')}{' '}
-          <code>{CODE.runMagic}</code>
-        </li>
-        {experiment !== null ? (
-          <li>
-            {trans.__('or logs runs to its experiment')} <code>{experiment}</code>
-          </li>
-        ) : null}
-      </ul>
-      <div className="jp-Air-empty-reason">
-        {trans.__('Jobs started with')} <code>{CODE.airRun}</code>{' '}
-        {trans.__('show under Workloads.')}
-      </div>
+      </Section>
     </div>
   );
 }

@@ -20,17 +20,19 @@ export interface IJobListProps {
   copyIcon?: React.ReactNode;
   /** The job to show a person (just submitted): highlighted and scrolled into view. */
   revealed?: string | null;
+  /** Bumped to scroll to `revealed` again (the panel opened on it). */
+  revealTick?: number;
 }
 
 export function JobList(props: IJobListProps): JSX.Element {
   const { jobs, nowMs, onOpenLogs, onCancel, onPermissions, onCopy, trans, copyIcon } = props;
-  const { revealed } = props;
+  const { revealed, revealTick } = props;
   const listRef = React.useRef<HTMLUListElement>(null);
   React.useEffect(() => {
     const rows = listRef.current?.querySelectorAll<HTMLElement>('.jp-Air-job') ?? [];
     const row = [...rows].find(node => node.dataset.jobId === revealed);
     row?.scrollIntoView?.({ block: 'nearest' });
-  }, [revealed]);
+  }, [revealed, revealTick]);
   return (
     <ul className="jp-Air-jobs" ref={listRef}>
       {jobs.map(job => {

@@ -3,12 +3,15 @@ import type { TranslationBundle } from '@jupyterlab/translation';
 import * as React from 'react';
 
 import { expressionInWords, formatInZone, lastRunUrl } from '../schedules';
-import type { ISchedule, ScheduleAction } from '../tokens';
+import type { ISchedule, IScheduleDriver, ScheduleAction } from '../tokens';
+import { StalledSchedules } from './StalledSchedules';
 
 export interface IScheduleListProps {
   schedules: ISchedule[];
   /** Pause or resume at once; Run now is the caller's to confirm. */
   onAct: (schedule: ISchedule, action: ScheduleAction) => void;
+  /** Whether a driver fires them: a line says so while none does. */
+  driver?: IScheduleDriver | null;
   trans: TranslationBundle;
 }
 
@@ -16,6 +19,7 @@ export function ScheduleList(props: IScheduleListProps): JSX.Element {
   const { schedules, onAct, trans } = props;
   return (
     <ul className="jp-Air-schedules">
+      <StalledSchedules driver={props.driver ?? null} trans={trans} />
       {schedules.map(schedule => {
         const paused = schedule.pause_status === 'PAUSED';
         const next = schedule.next_fire_ms;
@@ -31,24 +35,28 @@ export function ScheduleList(props: IScheduleListProps): JSX.Element {
                 {schedule.name}
               </span>
               {paused ? <span className="jp-Air-badge">{trans.__('paused')}</span> : null}
-              <button
-                className="jp-Air-schedule-pause jp-mod-styled"
-                onClick={() => onAct(schedule, paused ? 'resume' : 'pause')}
-                title={
-                  paused
-                    ? trans.__('Fire again from the next due time (missed ones are not caught up)')
-                    : trans.__('Stop firing until resumed (running jobs go on)')
-                }
-              >
-                {paused ? trans.__('Resume') : trans.__('Pause')}
-              </button>
-              <button
-                className="jp-Air-schedule-run jp-mod-styled"
-                onClick={() => onAct(schedule, 'run-now')}
-                title={trans.__('Start its job once now, paused or not (asks first)')}
-              >
-                {trans.__('Run now')}
-              </button>
+              <span className="jp-Air-schedule-actions">
+                <button
+                  className="jp-Air-schedule-pause jp-mod-styled"
+                  onClick={() => onAct(schedule, paused ? 'resume' : 'pause')}
+                  title={
+                    paused
+                      ? trans.__(
+                          'Fire again from the next due time (missed ones are not caught up)'
+                        )
+                      : trans.__('Stop firing until resumed (running jobs go on)')
+                  }
+                >
+                  {paused ? trans.__('Resume') : trans.__('Pause')}
+                </button>
+                <button
+                  className="jp-Air-schedule-run jp-mod-styled"
+                  onClick={() => onAct(schedule, 'run-now')}
+                  title={trans.__('Start its job once now, paused or not (asks first)')}
+                >
+                  {trans.__('Run now')}
+                </button>
+              </span>
             </div>
             <div
               className="jp-Air-run-details"

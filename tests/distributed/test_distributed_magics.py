@@ -50,8 +50,10 @@ def test_air_gpu_says_when_there_is_no_gpu(shell, fake_nvml, capsys):
 
 
 @pytest.mark.parametrize("gpu_source_env", ["simulated"])
-def test_air_gpu_follows_the_servers_gpu_source_and_labels_simulated_gpus(shell, fake_nvml, capsys):
-    # Given a kernel of a server that chose the simulated source (it exports JUPYTER_AIR_GPU_SOURCE)
+def test_air_gpu_follows_the_servers_gpu_source_and_labels_simulated_gpus(shell, fake_nvml, capsys, monkeypatch):
+    # Given a kernel of a server that chose the simulated source (it exports JUPYTER_AIR_GPU_SOURCE), on a machine
+    # where no process ran a call (other tests' calls would be listed on the simulated GPUs, narrowing the table)
+    monkeypatch.setattr("jupyter_air.gpu.callers._table", dict)
     # When %air_gpu runs, Then it shows the panel's simulated GPUs, never as real hardware
     shell.run_line_magic("air_gpu", "")
     out = capsys.readouterr().out

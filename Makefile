@@ -11,7 +11,7 @@ PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: run demo hub dist docs test test-py test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo hub dist docs check test test-py test-py-ray test-py-local test-py-alone test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -67,12 +67,14 @@ dist: install
 	jlpm build:prod
 	$(PY) -m build --no-isolation --outdir dist .
 
-# The linters first: a finding fails `make test` (and CI) before any suite runs. Then the Python tests beside the
-# TypeScript, wheel and docs builds (each target's output shown whole once it ends), then the browser tests, whose
-# Ray cluster would compete with the Python tests' for this machine's cores.
+# The linters first: a finding fails `make test` (and CI) before any suite runs. Then, side by side, the Ray tests
+# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript, wheel and
+# docs builds (each target's output shown whole once it ends); then the Python tests that must run alone, and the
+# browser tests, whose Ray cluster and servers would compete with the Python tests' for this machine's cores.
 test: install chromium
 	$(MAKE) lint
-	$(MAKE) -j 2 --output-sync=target test-py test-other
+	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local test-other
+	$(MAKE) test-py-alone
 	$(MAKE) test-ui
 
 test-other: test-js test-dist docs
@@ -84,13 +86,30 @@ lint-py:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-# PYTEST_WORKERS=2 (or more, on a machine with more cores) runs the Python tests on pytest-xdist workers, the Ray
-# tests all on one of them; on 2 cores one process is steadier (timing-bound tests meet fewer stalls). Then the
-# tests that must run alone.
-PYTEST_WORKERS ?= 0
+# Every Python test: the Ray tests in one process (they share one Ray cluster) beside the others, which run on
+# PYTEST_WORKERS pytest-xdist workers (2 on 2 cores: most tests wait on processes and servers); then the tests
+# that must run alone.
+PYTEST_WORKERS ?= 2
+PYTEST_SKIP := not gpu and not dist and not alone
 test-py:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m 'not gpu and not dist and not alone'
+	$(MAKE) -j 2 --output-sync=target test-py-ray test-py-local
+	$(MAKE) test-py-alone
+
+test-py-ray:
+	$(PY) -m pytest -q -m 'ray and $(PYTEST_SKIP)'
+
+test-py-local:
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not ray and $(PYTEST_SKIP)'
+
+test-py-alone:
 	$(PY) -m pytest -q -m alone
+
+# The inner loop, for after each change: the linters, the TypeScript unit tests and the Python tests that need no
+# Ray cluster, no browser and no wheel build.
+check: install
+	$(MAKE) lint
+	$(MAKE) test-js
+	$(MAKE) test-py-local
 
 test-js:
 	jlpm test

@@ -16,14 +16,6 @@ from ray_cluster import LocalCluster, free_port  # at once: the environment Ray 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``--dist loadgroup``) the Ray tests run one after another on one worker: two Ray
-    clusters at once would share this machine's few cores."""
-    for item in items:
-        if item.get_closest_marker("ray"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
-
-
 @pytest.fixture(autouse=True, scope="session")
 def temp_working_directory(tmp_path_factory):
     """Run every test from a temp folder: what a library writes relative to the working directory (MLflow's

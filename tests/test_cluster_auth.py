@@ -26,14 +26,6 @@ def started(**options) -> LocalCluster:
 
 
 @pytest.fixture
-def locked_head():
-    """A head node with Ray's dashboard and job server, on 127.0.0.1, started like every test cluster (token)."""
-    cluster = started(dashboard=True)
-    yield cluster
-    cluster.shutdown()
-
-
-@pytest.fixture
 def open_head():
     """A head node started without token authentication, as Ray starts one by default with `ray start`."""
     cluster = started(environment={"RAY_AUTH_MODE": "disabled"})
@@ -41,13 +33,23 @@ def open_head():
     cluster.shutdown()
 
 
-def test_a_second_local_user_can_neither_call_nor_submit_jobs_to_a_test_cluster(locked_head):
-    # Given a test cluster with its dashboard, job server and dashboard agent on 127.0.0.1
+def test_a_second_local_user_can_neither_call_nor_submit_jobs_to_a_test_cluster(ray_cluster):
+    # Given the session's test cluster, with its dashboard, job server and dashboard agent on 127.0.0.1
+    locked_head = ray_cluster
     token = os.environ["RAY_AUTH_TOKEN"]
     bearer = {"authorization": f"Bearer {token}"}
     agent = f"http://127.0.0.1:{locked_head.agent_port}"
     answers(f"{locked_head.dashboard_url}/api/version", bearer)
     answers(f"{agent}/api/healthz", bearer)
+
+    from ray.job_submission import JobSubmissionClient
+
+    def jobs() -> list[str]:
+        return sorted(
+            job.submission_id or job.job_id for job in JobSubmissionClient(locked_head.dashboard_url).list_jobs()
+        )
+
+    before = jobs()
 
     # When another local user calls its GCS and submits a job to the job server and to the agent, without the token
     got = as_nobody(locked_head.address, locked_head.dashboard_url, agent, token)
@@ -61,9 +63,7 @@ def test_a_second_local_user_can_neither_call_nor_submit_jobs_to_a_test_cluster(
         "job_list_with_token": 200,
     }
     # and no job was created
-    from ray.job_submission import JobSubmissionClient
-
-    assert JobSubmissionClient(locked_head.dashboard_url).list_jobs() == []
+    assert jobs() == before
 
 
 JOIN = "import sys; from jupyter_air.cluster.connect import connect; connect(sys.argv[1]); print('joined')"

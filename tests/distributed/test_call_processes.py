@@ -150,6 +150,10 @@ CALLERS = {
 def test_folders_left_by_a_call_killed_with_its_fork_server_go_with_this_users_next_call(store, tmp_path):
     from fork_servers import fork_server_tree
 
+    temp = tmp_path / "tmp"  # the callers' temporary folder: no other test's call makes or sweeps folders there
+    temp.mkdir()
+    environment = {**os.environ, "TMPDIR": str(temp)}
+
     def caller(kind: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from jupyter_air import distributed\n"
         code += f"from tests.distributed.test_call_processes import rank, write_pid_then_hang\n{CALLERS[kind]}"
@@ -157,9 +161,8 @@ def test_folders_left_by_a_call_killed_with_its_fork_server_go_with_this_users_n
 
     # Given a caller whose call runs, killed with its fork server and every process of the call (SIGKILL, as the
     # out-of-memory killer does: nobody cleans up)
-    temp = pathlib.Path(tempfile.gettempdir())
     before = set(temp.glob("air-call-*"))
-    hanging = subprocess.Popen(caller("hanging"))
+    hanging = subprocess.Popen(caller("hanging"), env=environment)
     try:
         wait_for([tmp_path / "rank0.pid", tmp_path / "rank1.pid"])
         calls = set(temp.glob("air-call-*")) - before
@@ -174,7 +177,7 @@ def test_folders_left_by_a_call_killed_with_its_fork_server_go_with_this_users_n
     assert calls and log.is_dir() and all(folder.is_dir() for folder in calls)  # left behind
 
     # When the same user's next call starts its fork server
-    done = subprocess.run(caller("quick"), capture_output=True, text=True, timeout=300, check=True)
+    done = subprocess.run(caller("quick"), capture_output=True, text=True, timeout=300, check=True, env=environment)
 
     # Then it ran, and the folders the killed ones left are gone
     assert done.stdout.splitlines()[-1] == "[0, 1]"

@@ -1,7 +1,8 @@
 /** The Experiment panel's model: the followed notebook's runs, the `air` jobs and schedules, one poll of the server. */
 import { PollingModel } from '../pollingModel';
 import type { Requester } from '../request';
-import { compareUrl, mergeRuns, pollSince, topLevelRuns } from './runs';
+import { NotebookRuns } from './notebookRuns';
+import { compareUrl, topLevelRuns } from './runs';
 import {
   ACTIVE_JOB_STATUSES,
   DEFAULT_EXPERIMENT_SETTINGS,
@@ -21,18 +22,13 @@ import {
 /** What the panel's header shows. */
 export type ExperimentState = 'idle' | 'loading' | 'live' | 'paused' | 'unavailable' | 'error';
 
-/** Runs asked for per page, and per incremental poll. */
-const PAGE_SIZE = 50;
-const CHANGES_LIMIT = 200;
-
 /**
- * Holds the runs of the followed notebook, the `air` jobs and schedules (see `PollingModel` for when it pauses).
+ * Holds the runs of the followed notebook (`NotebookRuns`), the `air` jobs and schedules (see `PollingModel` for
+ * when it pauses).
  *
  * It polls while the panel is visible. Each poll reads the jobs and the schedules (a job started from a
- * terminal, or fired by a schedule, shows within one interval); the runs only while something may change them: a run is running, or the
- * notebook's kernel is busy (a cell may be starting a run), and once after. After the first page of
- * runs, a poll asks only for the runs that changed (`since` = the oldest start among the runs still
- * running, or the newest start held), so a long list costs one small answer per poll.
+ * terminal, or fired by a schedule, shows within one interval); the runs only while something may change them:
+ * a run is running, or the notebook's kernel is busy (a cell may be starting a run), and once after.
  */
 export class ExperimentModel extends PollingModel {
   constructor(options: ExperimentModel.IOptions = {}) {
@@ -56,25 +52,21 @@ export class ExperimentModel extends PollingModel {
 
   /** Path of the followed notebook (as JupyterLab names it), or `null` when no notebook is open. */
   get notebookPath(): string | null {
-    return this._notebookPath;
+    return this._notebook.path;
   }
 
   /** Follow another notebook: its runs replace the previous notebook's. */
   set notebookPath(path: string | null) {
-    if (path === this._notebookPath) {
+    if (!this._notebook.follow(path)) {
       return;
     }
-    this._notebookPath = path;
-    this._runs = [];
-    this._runsPayload = null;
-    this._nextPageToken = null;
     this.emitChanged();
     void this._wake(true);
   }
 
   /** The notebook's runs, newest first (children included; see `childrenOf`). */
   get runs(): IRun[] {
-    return this._runs;
+    return this._notebook.runs;
   }
 
   get jobs(): IJob[] {
@@ -92,12 +84,12 @@ export class ExperimentModel extends PollingModel {
 
   /** The latest answer about the notebook (its default experiment, the MLflow UI's address). */
   get runsPayload(): IRunsPayload | null {
-    return this._runsPayload;
+    return this._notebook.payload;
   }
 
   /** True when older runs can be loaded with `loadMore()`. */
   get hasMore(): boolean {
-    return this._nextPageToken !== null;
+    return this._notebook.hasMore;
   }
 
   get state(): ExperimentState {
@@ -115,24 +107,24 @@ export class ExperimentModel extends PollingModel {
     return (
       this._kernelBusy ||
       this._kernelSettled ||
-      this._runs.some(run => run.status === 'RUNNING') ||
+      this._notebook.running ||
       this._jobs.some(job => ACTIVE_JOB_STATUSES.includes(job.status))
     );
   }
 
   /** Top-level runs: those whose parent is not among the runs held. */
   get topLevelRuns(): IRun[] {
-    return topLevelRuns(this._runs);
+    return topLevelRuns(this._notebook.runs);
   }
 
   /** The runs nested in `runId`, newest first. */
   childrenOf(runId: string): IRun[] {
-    return this._runs.filter(run => run.parent_run_id === runId);
+    return this._notebook.runs.filter(run => run.parent_run_id === runId);
   }
 
   /** The MLflow UI page comparing `runIds`, or `null` when no MLflow UI is known for the store. */
   compareUrl(runIds: string[]): string | null {
-    return compareUrl(this._runsPayload?.ui_url ?? null, this._runs, runIds);
+    return compareUrl(this._notebook.payload?.ui_url ?? null, this._notebook.runs, runIds);
   }
 
   /** Whether the followed notebook's kernel is busy; once idle again, one more poll sees how it ended. */
@@ -147,22 +139,13 @@ export class ExperimentModel extends PollingModel {
 
   /** Load the next page of older runs. */
   async loadMore(): Promise<void> {
-    const token = this._nextPageToken;
-    const path = this._notebookPath;
-    if (token === null || path === null) {
+    if (!this._notebook.hasMore) {
       return;
     }
     await this.serialized(async () => {
-      const page = await this._get<IRunsPayload>(
-        `runs?notebook=${encodeURIComponent(path)}&limit=${PAGE_SIZE}` +
-          `&page_token=${encodeURIComponent(token)}`
-      );
-      if (path !== this._notebookPath) {
-        return;
+      if (await this._notebook.readOlder(this._reader)) {
+        this.emitChanged();
       }
-      this._runs = mergeRuns(this._runs, page.runs);
-      this._nextPageToken = page.next_page_token;
-      this.emitChanged();
     });
   }
 
@@ -230,16 +213,18 @@ export class ExperimentModel extends PollingModel {
     this._fullReload = true;
   }
 
-  /** Read what may have changed (see the class's comment): the jobs and schedules every time. */
+  /**
+   * Read what may have changed: the runs while one runs or a cell runs (and once after), or on a full reload or
+   * a refresh; the jobs and schedules every time.
+   */
   protected async fetch(refresh: boolean): Promise<void> {
     const full = refresh || this._fullReload;
     this._fullReload = false;
     const due = this._kernelBusy || this._kernelSettled;
     this._kernelSettled = false;
-    const path = this._notebookPath;
-    const runsRunning = this._runs.some(run => run.status === 'RUNNING');
-    if (path !== null && (full || due || runsRunning || this._runsPayload === null)) {
-      await this._fetchRuns(path, full || this._runsPayload === null);
+    const notebook = this._notebook;
+    if (notebook.path !== null && (full || due || notebook.running || notebook.unread)) {
+      await notebook.read(this._reader, full);
     }
     this._jobs = (await this._get<IJobsPayload>('jobs')).jobs;
     this._schedules = await this._get<ISchedulesPayload>('schedules');
@@ -257,22 +242,7 @@ export class ExperimentModel extends PollingModel {
     return this.read<T>(endpoint, { method: 'GET' }, 'Reading runs');
   }
 
-  private async _fetchRuns(path: string, full: boolean): Promise<void> {
-    const since = full ? null : pollSince(this._runs);
-    const query = since === null ? `&limit=${PAGE_SIZE}` : `&since=${since}&limit=${CHANGES_LIMIT}`;
-    const answer = await this._get<IRunsPayload>(
-      `runs?notebook=${encodeURIComponent(path)}${query}`
-    );
-    if (path !== this._notebookPath) {
-      return;
-    }
-    if (since === null) {
-      this._runs = [];
-      this._nextPageToken = answer.next_page_token;
-    }
-    this._runsPayload = answer;
-    this._runs = mergeRuns(this._runs, answer.runs);
-  }
+  private _reader = <T>(endpoint: string): Promise<T> => this._get<T>(endpoint);
 
   private _fullReload = true;
   private _jobs: IJob[] = [];
@@ -280,12 +250,9 @@ export class ExperimentModel extends PollingModel {
   /** The kernel has just become idle: one more read sees how its runs ended. */
   private _kernelSettled = false;
   private _loaded = false;
-  private _nextPageToken: string | null = null;
-  private _notebookPath: string | null = null;
-  private _runs: IRun[] = [];
+  private _notebook = new NotebookRuns();
   private _revealedJob: string | null = null;
   private _schedules: ISchedulesPayload = { schedules: [] };
-  private _runsPayload: IRunsPayload | null = null;
   private _settings: IExperimentSettings;
 }
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jupyter_air import procs, scratch
 from jupyter_air.home import air_home, file_lock, open_private, private_dir
-from jupyter_air.tracking.rest import _UnixConnection  # here, not in answers(): a thread's first import can race
+from jupyter_air.tracking.http_session import UnixConnection  # here, not in answers(): a thread's first import can race
 
 #: Seconds without a request after which the server stops (environment variable, and its default).
 IDLE_ENV = "AIR_MLFLOW_IDLE_SECONDS"
@@ -86,7 +86,7 @@ class Server:
 
     def answers(self, timeout: float = 2.0) -> bool:
         """True when it answers its health check within ``timeout`` seconds."""
-        connection = _UnixConnection(self.socket, timeout)
+        connection = UnixConnection(self.socket, timeout)
         try:
             connection.request("GET", "/health")
             return connection.getresponse().status == 200

@@ -191,8 +191,9 @@ class EmbeddedTracking:
         return self._active.origin
 
     def __getattr__(self, name: str):
+        from jupyter_air.tracking.http_session import ServerGone
         from jupyter_air.tracking.inprocess import InProcessTracking
-        from jupyter_air.tracking.rest import RestTracking, ServerGone
+        from jupyter_air.tracking.rest import RestTracking
 
         def call(*args, **kwargs):
             try:

@@ -152,7 +152,8 @@ async def test_a_failed_resume_is_one_line_naming_the_run_and_the_store(kernel, 
     (line,) = [line for line in error.splitlines() if missing in line]
     assert line.startswith("KernelTrackingError: MLFLOW_RUN_ID=" + missing) and store_uri in line
     assert "jupyter_air/" not in error
-    assert seconds < 2, f"the failed resume took {seconds:.1f} s"
+    # (not after MLflow's retries, whose backoff alone takes 30 s: a bound no load on the machine comes near)
+    assert seconds < 30, f"the failed resume took {seconds:.1f} s"
 
 
 async def test_plain_mlflow_and_autolog_runs_are_the_notebooks_runs_in_the_panel(kernel, jp_fetch, jp_root_dir):

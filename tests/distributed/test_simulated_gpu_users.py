@@ -1,5 +1,5 @@
-"""The demo's simulated GPUs are used by this user's ``.distributed()`` callers: the GPU panel shows a notebook's call
-and its kernel behind them, and the kernel left idle becomes an idle GPU holder."""
+"""The demo's simulated GPUs are used by this user's ``.distributed()`` callers of the same AIR_HOME: the GPU panel
+shows a notebook's call and its kernel behind them, and the kernel left idle becomes an idle GPU holder."""
 
 from __future__ import annotations
 
@@ -56,6 +56,8 @@ def test_a_script_that_ran_a_call_is_a_user_with_its_ranks_and_nothing_below_it_
         # And nothing below it is taken for another user (the call's processes keep the fork server's command line)
         below = {p.pid for p in psutil.Process(script.pid).children(recursive=True)}
         assert len(below) >= 4 and [c.pid for c in found if c.pid in below] == []
+        # And it uses no other AIR_HOME's simulated GPUs (another server's, whose kernels start with that AIR_HOME)
+        assert [c for c in callers.find(tmp_path / "another-air-home") if c.pid == script.pid] == []
         # And once the call has ended, the script still uses them, without ranks
         (tmp_path / "release").write_text("")
         until(lambda: (tmp_path / "called").exists(), timeout=60)

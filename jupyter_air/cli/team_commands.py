@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from jupyter_air.format import visible
 from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.workloads.driver_ticks import Driver
 from jupyter_air.workloads.file_limits import read_limited
@@ -124,11 +125,24 @@ def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
         return schedule_commands.announce(schedule_from_json(answer["schedule"]), answer["created"], args, _FIRED_BY)
     job = job_from_json(answer)
     commands.announce(job, args)
-    if not args.watch:
-        return 0
-    _follow(service, job.job_run_id, -1, 0, None, args.output == "json")
-    job = TeamJobs(service).get(job.job_run_id)
-    print(f"{job.job_run_id} {job.status}" + (f": {job.error}" if job.error else ""), file=sys.stderr)
+    return _watch(service, job.job_run_id, args.output == "json") if args.watch else 0
+
+
+def _watch(service: ServiceJobs, job_run_id: str, json_lines: bool) -> int:
+    """Print node 0's output of every attempt in turn until the job has ended (an attempt's log is complete before
+    its job records the outcome); 0 when it SUCCEEDED, 1 otherwise."""
+    attempt = 0
+    while (job := TeamJobs(service).get(job_run_id)).active or any(a.attempt >= attempt for a in job.attempts):
+        if not any(a.attempt >= attempt for a in job.attempts):
+            time.sleep(_FOLLOW_SECONDS)
+            continue
+        if attempt > 0:
+            previous = next(a for a in job.attempts if a.attempt == attempt - 1)
+            why = f"{previous.status}: {previous.error}"
+            print(visible(f"attempt {previous.attempt} {why}; retry {attempt}"), file=sys.stderr)
+        _follow(service, job_run_id, attempt, 0, None, json_lines)
+        attempt += 1
+    print(visible(f"{job.job_run_id} {job.status}" + (f": {job.error}" if job.error else "")), file=sys.stderr)
     return 0 if job.status == "SUCCEEDED" else 1
 
 

@@ -91,9 +91,10 @@ def check_path(path: Path) -> None:
 
 def check_entries(folder: Path) -> None:
     """Raise :class:`NotOurs` unless every entry of ``folder`` (and what a link there names) is this user's and not
-    writable by others: a state file planted while the folder was open is never read."""
+    writable by others: a state file planted while the folder was open is never read. The first one by name is
+    said (a database before its ``-shm`` and ``-wal``, which SQLite gives the database's owner)."""
     try:
-        names = os.listdir(folder)
+        names = sorted(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):  # not made yet, or a file: creating it says so
         return
     for name in names:

@@ -131,7 +131,7 @@ async def test_a_job_database_of_another_user_is_a_503_and_the_job_checks_log_it
 
     # When the panel lists the jobs, Then it answers 503 naming the file, whose it is and what to do
     code, message = await refused(jp_fetch, "jupyter-air", "jobs")
-    assert code == 503 and said in message and "export AIR_HOME=~/.jupyter_air" in message
+    assert code == 503 and said in message and "export AIR_HOME=~/.jupyter_air" in message, message
 
     # When the server's job check runs, Then it acts on nothing there and logs why once, in one line
     checks = JobChecks(5, logging.getLogger("test-job-checks"))
@@ -140,7 +140,7 @@ async def test_a_job_database_of_another_user_is_a_503_and_the_job_checks_log_it
         checks._reap()
     (record,) = [r for r in caplog.records if r.name == "test-job-checks"]
     assert record.levelno == logging.WARNING and not record.exc_info and said in record.getMessage()
-    assert (home / "jobs.db").read_text() == "" and sorted(os.listdir(home)) == ["jobs.db"]
+    assert (home / "jobs.db").read_text() == "" and sorted(os.listdir(home)) == ["jobs.db"], os.listdir(home)
     checks.stop()
 
 

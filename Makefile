@@ -85,6 +85,7 @@ lint: lint-py lint-js
 lint-py:
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 # Every Python test: the Ray tests in one process (they share one Ray cluster) beside the others, which run on
 # PYTEST_WORKERS pytest-xdist workers (2 on 2 cores: most tests wait on processes and servers); then the tests

@@ -38,7 +38,7 @@ def _timings(actions: dict, repeats: int) -> dict[str, list[float]]:
 def _bare_elastic(start_method: str, log_dir: pathlib.Path):
     from torch.distributed.launcher.api import elastic_launch
 
-    from jupyter_air.training.launch import launch_config
+    from jupyter_air.training.launch_plan import launch_config
 
     return lambda: elastic_launch(launch_config(RANKS, log_dir, start_method), noop)()
 
@@ -81,7 +81,7 @@ def _air(log_system_metrics: bool):
 
 
 def main() -> None:
-    from jupyter_air.training.launch import START_METHOD
+    from jupyter_air.training.launch_plan import START_METHOD
 
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
         folder = pathlib.Path(tmp)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+from jupyter_air.gpu.sources import opened
+
 
 def _gib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**30:.1f}"
@@ -17,8 +19,6 @@ def gpu_table(kind: str | None = None) -> str:
     """One row per GPU (utilisation, memory, temperature, power, processes), or why there is none."""
     from rich.console import Console
     from rich.table import Table
-
-    from jupyter_air.gpu.sources import opened
 
     with opened(kind) as source:
         if not source.available:

@@ -8,11 +8,26 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import magic_arguments, parse_argstring
 
+from jupyter_air.gpu_table import gpu_table
 from jupyter_air.programs import path_first
 from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
 from jupyter_air.tracking.store import export_tracking_uri
+from jupyter_air.training import warmup
+from jupyter_air.training.api import run_distributed
+from jupyter_air.training.cell import (
+    is_cell_result,
+    register_source,
+    run_cell_here,
+    run_cell_on_rank,
+    scalar_params,
+    shipped_namespace,
+    unpicklable,
+)
 from jupyter_air.training.options import from_magic
 from jupyter_air.training.options import magic_arguments as run_options
+from jupyter_air.training.remote import follow_again
+from jupyter_air.training.tracked import active_in_kernel, tracked_run
+from jupyter_air.training.warmup import warm_up
 
 
 def _unquote(value: str | None) -> str | None:
@@ -42,14 +57,6 @@ class AirMagics(Magics):
         come back into the notebook when they can be pickled (the others are listed). RANK,
         LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT and MLFLOW_RUN_ID are set on every rank.
         """
-        from jupyter_air.training.api import run_distributed
-        from jupyter_air.training.cell import (
-            register_source,
-            run_cell_on_rank,
-            scalar_params,
-            shipped_namespace,
-            unpicklable,
-        )
 
         options = _options(parse_argstring(self.air_distributed, line))
         source = self.shell.transform_cell(cell)
@@ -87,8 +94,6 @@ class AirMagics(Magics):
         """Follow a remote call again (``%air_attach JOB_RUN_ID``, also from a new kernel), or show again a call of
         this kernel (its MLflow run id): its card, then its results by rank (an ``%%air_distributed`` cell's names
         come back into the notebook), or its DistributedError."""
-        from jupyter_air.training.cell import is_cell_result
-        from jupyter_air.training.remote import follow_again
 
         target = _unquote(line.strip())
         if not target:
@@ -107,9 +112,6 @@ class AirMagics(Magics):
 
         The run ends FINISHED, or FAILED when the cell raises (the exception still propagates).
         """
-        from jupyter_air import warmup
-        from jupyter_air.training.cell import register_source, run_cell_here
-        from jupyter_air.training.tracked import active_in_kernel, tracked_run
 
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         options = _options(parse_argstring(self.air_run, line))
@@ -131,7 +133,6 @@ class AirMagics(Magics):
     @line_magic
     def air_gpu(self, line):
         """Print a table of this node's GPUs now (utilisation, memory, temperature, power, processes)."""
-        from jupyter_air.gpu_table import gpu_table
 
         print(gpu_table())
 
@@ -140,7 +141,6 @@ def load_ipython_extension(ip) -> None:
     """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
     works in a kernel of an environment that was never activated), point the kernel's MLflow at the store calls
     record into (unless ``MLFLOW_TRACKING_URI`` is set) and prepare MLflow in the background."""
-    from jupyter_air.warmup import warm_up
 
     os.environ["PATH"] = path_first(os.environ.get("PATH"))
     export_tracking_uri()

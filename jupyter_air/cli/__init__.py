@@ -9,6 +9,8 @@ import os
 import sys
 
 from jupyter_air.format import visible
+from jupyter_air.home import AirHomeError, UnusableDatabase
+from jupyter_air.tracking.sharing import LEVELS
 
 EPILOG = """examples:
   air run -f workload.yaml --watch
@@ -113,8 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
     cancel.add_argument("--all", action="store_true", help="cancel every active job run")
     cancel.add_argument("-o", "--output", choices=["json"], help=json_help)
 
-    from jupyter_air.tracking.sharing import LEVELS
-
     share = sub.add_parser(
         "share",
         help="give a user READ, EDIT or MANAGE on an experiment of a tracking server that runs MLflow's "
@@ -138,8 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
-    from jupyter_air.home import AirHomeError, UnusableDatabase
-    from jupyter_air.team.client import ServiceJobs
+    from jupyter_air.workloads.service_jobs import ServiceJobs
 
     from . import commands, team_commands
 

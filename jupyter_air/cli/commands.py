@@ -12,12 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from jupyter_air.format import duration, visible
+from jupyter_air.tracking.links import links
+from jupyter_air.tracking.sharing import ShareError
+from jupyter_air.tracking.sharing import share as grant
 from jupyter_air.workloads.job_json import job_detail, job_summary
 from jupyter_air.workloads.jobs import JobNotFound, Jobs, SubmitError
+from jupyter_air.workloads.logs import UnsafePath, download, tail
 from jupyter_air.workloads.records import ACTIVE, TERMINAL, Job
 
-from . import CliError, output
+from . import CliError, output, schedule_commands
 from .follow import emit, follow_attempt, latest_attempt, watch
+from .permission_commands import permissions
 
 _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user", "executor": "executor"}
 
@@ -32,12 +37,8 @@ def dispatch(args: argparse.Namespace) -> int:
     jobs.create()
     jobs.reap()
     if args.command in ("schedules", "scheduler"):
-        from . import schedule_commands
-
         return schedule_commands.dispatch(jobs, args)
     if args.command == "permissions":
-        from .permission_commands import permissions
-
         return permissions(jobs, args)
     handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
     return handler(jobs, args)
@@ -71,8 +72,6 @@ def run(args: argparse.Namespace) -> int:
             print(yaml.safe_dump(resolved.workload, sort_keys=False).rstrip())
         return 0
     if "schedule" in resolved.workload:
-        from . import schedule_commands
-
         return schedule_commands.create(jobs, resolved, args)
     jobs.reap()
     try:
@@ -128,7 +127,6 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
 def _fresh_links(job: Job) -> str | None:
     """Give each attempt the link that opens its run now (the server may have moved since it started);
     returns where the links come from."""
-    from jupyter_air.tracking.links import links
 
     origin = None
     for attempt in job.attempts:
@@ -207,8 +205,6 @@ def show(job: Job, origin: str | None) -> int:
 
 
 def logs(jobs: Jobs, args: argparse.Namespace) -> int:
-    from jupyter_air.workloads.logs import UnsafePath, download, tail
-
     job = _job(jobs, args.job_run_id)
     if args.node is not None and args.node >= job.num_nodes:
         if job.num_nodes == 1:
@@ -273,9 +269,6 @@ def cancel_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
 def share(args: argparse.Namespace) -> int:
     """Grant a user a level on an experiment of the tracking server (no job store is opened)."""
     import dataclasses
-
-    from jupyter_air.tracking.sharing import ShareError
-    from jupyter_air.tracking.sharing import share as grant
 
     try:
         done = grant(args.experiment, args.user, args.level)

@@ -6,7 +6,11 @@ from __future__ import annotations
 import argparse
 
 from jupyter_air.format import visible
-from jupyter_air.workloads.permissions import LEVELS
+from jupyter_air.tracking.sharing import ShareError
+from jupyter_air.workloads.access import Access
+from jupyter_air.workloads.jobs import JobNotFound
+from jupyter_air.workloads.permissions import LEVELS, BadGrant, Forbidden
+from jupyter_air.workloads.schedules import ScheduleNotFound
 
 from . import CliError, output
 
@@ -32,12 +36,6 @@ def add_parser(sub, json_help: str) -> None:
 
 
 def permissions(jobs, args: argparse.Namespace) -> int:
-    from jupyter_air.tracking.sharing import ShareError
-    from jupyter_air.workloads.access import Access
-    from jupyter_air.workloads.jobs import JobNotFound
-    from jupyter_air.workloads.permissions import BadGrant, Forbidden
-    from jupyter_air.workloads.schedules import ScheduleNotFound
-
     granting = args.user is not None or args.group is not None
     if granting != (args.level is not None or args.revoke):
         raise CliError(GRANT_USAGE, 2)

@@ -16,6 +16,7 @@ from jupyter_air.workloads.cron import shown
 from jupyter_air.workloads.jobs import Jobs, Resolved
 from jupyter_air.workloads.records import Fire, Schedule, now_ms
 from jupyter_air.workloads.schedules import ScheduleNotFound, Schedules, schedule_json, upcoming
+from jupyter_air.workloads.tick import tick
 
 from . import CliError, output
 
@@ -203,7 +204,6 @@ def report_fire(fire: Fire, args: argparse.Namespace) -> int:
 
 def scheduler(jobs: Jobs, args: argparse.Namespace) -> int:
     """Tick until SIGTERM or Ctrl-C: each due fire is printed as one line."""
-    from jupyter_air.workloads.tick import tick
 
     if args.interval <= 0:
         raise CliError(f"--interval {args.interval}: expected a number of seconds > 0", 2)

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from jupyter_air.format import visible
-from jupyter_air.team.client import ServiceAnswer, ServiceJobs
 from jupyter_air.workloads.driver_ticks import Driver
 from jupyter_air.workloads.file_limits import read_limited
 from jupyter_air.workloads.job_json import job_from_json
@@ -19,9 +18,11 @@ from jupyter_air.workloads.jobs_view import MAX_LIMIT
 from jupyter_air.workloads.logs import LogLine
 from jupyter_air.workloads.records import Fire, Job, Schedule
 from jupyter_air.workloads.schedules import schedule_from_json
+from jupyter_air.workloads.service_jobs import ServiceAnswer, ServiceJobs
 
 from . import CliError, commands, output, schedule_commands
 from .follow import emit
+from .permission_commands import GRANT_USAGE, show
 
 #: The commands the team's job service answers.
 COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions", "schedules", "scheduler")
@@ -79,7 +80,6 @@ class TeamSchedules:
 
 def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
     """Run one of :data:`COMMANDS` against the service; its refusals exit 2 (bad input) or 1, in its words."""
-    from .permission_commands import GRANT_USAGE, show
 
     jobs = TeamJobs(service)
     try:

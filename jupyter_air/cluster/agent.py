@@ -29,7 +29,8 @@ class NodeAgent:
     Made by :meth:`~jupyter_air.cluster.placement.NodeGroup.place` (or ``ray.remote`` for one node): the
     first argument is the actor's index in its group. A subclass that runs work for the driver adds ``start(...)``,
     ``poll(offsets) -> {"chunks": {name: bytes}, "running": bool, "failed": bool, ...}``, ``stop(grace_seconds)``,
-    ``running()`` and ``join(timeout)``; :meth:`wait`, :meth:`reserve_port` and :meth:`sample_metrics` are shared.
+    ``running()`` and ``join(timeout)``; :meth:`wait` and :meth:`reserve_port` are shared. One that runs a run's
+    work also samples its node's metrics (:class:`~jupyter_air.tracking.node_metrics.NodeMetrics`).
     """
 
     def __init__(self, index: int):
@@ -39,7 +40,6 @@ class NodeAgent:
         self.marker = {AGENT_ENV: self.agent_id}
         self._guard = guard.start(self.marker, self.folder)
         self._held: socket.socket | None = None
-        self._metrics = None
         raylet = guard.raylet_pid()
         self._raylet = (raylet, procs.start_time(raylet))
         os.environ.update(self.marker)  # inherited by every process started from now on
@@ -88,25 +88,6 @@ class NodeAgent:
 
     def join(self, timeout: float) -> None:
         raise NotImplementedError
-
-    def sample_metrics(self, run_id: str, tracking_uri: str, interval_seconds: float, gpu_source: dict | None) -> None:
-        """Sample this node's system metrics into the run as ``system/node_<n>/...`` until :meth:`stop_metrics`;
-        ``gpu_source`` (``{"kind", "count"}``) is the driver's, so a node shows the GPUs the driver's panel shows
-        (None: this node's own)."""
-        from jupyter_air.tracking.system_metrics import SystemMetrics
-
-        self.stop_metrics()
-        node = f"node_{self.index}"
-        self._metrics = SystemMetrics(
-            run_id, interval_seconds, node_id=node, tracking_uri=tracking_uri, gpu_choice=gpu_source
-        )
-        self._metrics.start()
-
-    def stop_metrics(self) -> None:
-        """Take the last sample and stop sampling."""
-        if self._metrics is not None:
-            metrics, self._metrics = self._metrics, None
-            metrics.stop()
 
 
 def read_from(path: Path, offset: int, limit: int = READ_LIMIT_BYTES) -> bytes:

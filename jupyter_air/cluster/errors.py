@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from jupyter_air.tracebacks import render
+
 
 class ClusterError(Exception):
     """Work cannot start on the Ray cluster (nothing was started, no run was created for it)."""
 
     def _render_traceback_(self) -> list[str]:
         """In IPython: the user's own frames and the message, not jupyter_air's frames (as for worker errors)."""
-        from jupyter_air.training.errors import render
-
         return render(self, f"{type(self).__name__}: {self}")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import PlacementError
+from .held import waiting_hint
 from .hosts import host_of
 
 #: Seconds between checks of a placement that waits for resources (and for a cancel).
@@ -208,8 +209,6 @@ def bundle_hosts(group) -> list[str]:
 
 def _wait_ready(group, count, share, wait_seconds, cancelled, waiting) -> bool:
     import ray
-
-    from .held import waiting_hint
 
     ready = group.ready()
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds

@@ -16,6 +16,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from jupyter_air.cluster.auth import HOW_TO_LOCK
+from jupyter_air.cluster.connect import connect, is_open, ray_module
+from jupyter_air.cluster.drivers import actors_by_node
+from jupyter_air.cluster.errors import ClusterError
+
 from .idle import NodeHoldings
 from .node_sampler import NodeSampler
 from .sampler import Snapshot
@@ -141,8 +146,6 @@ class ClusterGpu:
 
     def _holdings(self, kernel_pids: dict[int, str], since_ms: dict[str, int]) -> list[NodeHoldings]:
         self._read_nodes()
-        from jupyter_air.cluster.connect import ray_module
-        from jupyter_air.cluster.drivers import actors_by_node
 
         ray = ray_module()
         if not kernel_pids or ray.util.client.ray.is_connected():  # Ray Client cannot read the GCS tables
@@ -190,8 +193,6 @@ class ClusterGpu:
                 raise ClusterUnavailable(self._error)
             return
         self._read_at = time.monotonic()
-        from jupyter_air.cluster.connect import connect, ray_module
-        from jupyter_air.cluster.errors import ClusterError
 
         try:
             connect(self.address)
@@ -221,9 +222,6 @@ class ClusterGpu:
                 del self._nodes[node_id]
 
     def _warn_if_open(self) -> None:
-        from jupyter_air.cluster.auth import HOW_TO_LOCK
-        from jupyter_air.cluster.connect import is_open
-
         if is_open(self.address):
             log.warning(
                 "The Ray cluster at %s accepts calls without a token: every local user of every node, and anyone "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
+from jupyter_air.cluster.held import holders as held_nodes
+
 from .attribution import attribute
 from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
 from .history import Sample
@@ -170,7 +172,6 @@ class GpuService:
     async def idle(self) -> dict:
         """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and
         the Ray nodes that notebooks keep for their next call (read now)."""
-        from jupyter_air.cluster.held import holders as held_nodes
 
         held = await asyncio.get_running_loop().run_in_executor(None, held_nodes)
         kernel_pids, kernel_paths = await self._kernels() if held else ({}, {})

@@ -19,6 +19,7 @@ from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.render import card_json, render_html, render_text
 from jupyter_air.run_card.state import KILLED, CardState, Failure, Header, RunRef
 from jupyter_air.tracking.lifecycle import status_for
+from jupyter_air.tracking.links import links
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,6 @@ def header_from_run(
     tracking, info, *, world_size: int, gpus: int, nodes: int = 1, job_run_id: str | None = None
 ) -> Header:
     """The card's fixed part for a run created elsewhere (job ``job_run_id``'s), from its ``info`` and the store."""
-    from jupyter_air.tracking.links import links
 
     found = links(info.experiment_id, info.run_id)
     experiment = tracking.get_experiment(info.experiment_id).name

@@ -17,10 +17,12 @@ from ..gpu.service import GpuService
 from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from ..home import AirHomeError
 from ..programs import path_first
-from ..team.client import JOBS_URL_ENV, ServiceJobs
 from ..tracking.links import PUBLIC_URL_ENV
+from ..tracking.resident import remove_stale_folders
 from ..tracking.store import export_tracking_uri
+from ..tracking.ui_process import MlflowUi
 from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS, StartRetry
+from ..workloads.service_jobs import JOBS_URL_ENV, ServiceJobs
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks, UiAutostart
 from .terminals import set_up_terminals
@@ -250,8 +252,6 @@ class JupyterAir(ExtensionApp):
         """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
         store exists. Socket folders that dead servers left behind are removed now. Kernels and terminals get the
         store in MLFLOW_TRACKING_URI: plain MLflow in a notebook tracks where calls, the panel and the UI look."""
-        from ..tracking.resident import remove_stale_folders
-        from ..tracking.ui_process import MlflowUi
 
         for folder in remove_stale_folders():
             self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)

@@ -9,8 +9,13 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
 from .. import __version__
+from ..cluster.held import request_release
 from ..format import byte_size
 from ..gpu.service import GpuService, NoSuchNode
+from ..home import AirHomeError, UnusableDatabase
+from ..tracking.links import run_page, ui_target
+from ..tracking.stops import PartOfJob, request_stop
+from ..training.remote import cancel_run
 from ..workloads.file_limits import MAX_FILE_BYTES
 from .model_errors import error_body
 
@@ -136,8 +141,6 @@ class HeldNodesReleaseHandler(BaseHandler):
 
     @tornado.web.authenticated
     async def post(self, pid: str) -> None:
-        from ..cluster.held import request_release
-
         if not await IOLoop.current().run_in_executor(None, request_release, int(pid)):
             raise tornado.web.HTTPError(
                 404, "Process %s keeps no Ray nodes (they were freed, or it is gone): nothing to release.", pid
@@ -163,9 +166,6 @@ class RunOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     async def get(self, run_id: str) -> None:
-        from ..home import AirHomeError, UnusableDatabase
-        from ..tracking.links import run_page
-
         try:
             target = await IOLoop.current().run_in_executor(None, run_page, self.base_url, run_id)
         except (UnusableDatabase, AirHomeError) as err:
@@ -180,8 +180,6 @@ class ExperimentOpenHandler(JupyterHandler):
 
     @tornado.web.authenticated
     def get(self, experiment_id: str) -> None:
-        from ..tracking.links import ui_target
-
         self.redirect(ui_target(self.base_url, experiment_id))
 
 
@@ -196,8 +194,6 @@ class RunStopHandler(BaseHandler):
 
     @tornado.web.authenticated
     async def post(self, run_id: str) -> None:
-        from ..tracking.stops import PartOfJob, request_stop
-
         try:
             requested = await IOLoop.current().run_in_executor(None, request_stop, run_id)
         except ValueError as exc:
@@ -205,8 +201,6 @@ class RunStopHandler(BaseHandler):
         except PartOfJob as exc:
             raise tornado.web.HTTPError(409, "%s", str(exc)) from None
         if not requested:  # a remote call's card: its job is what stops
-            from ..training.remote import cancel_run
-
             requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
         if not requested:
             raise tornado.web.HTTPError(

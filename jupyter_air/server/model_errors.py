@@ -11,6 +11,15 @@ import json
 import tornado.web
 from tornado.ioloop import IOLoop
 
+from ..home import AirHomeError, UnusableDatabase
+from ..tracking.runs_query import QueryError
+from ..tracking.sharing import ShareError
+from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
+from ..workloads.logs import BadOffset
+from ..workloads.permissions import BadGrant, Forbidden
+from ..workloads.schedules import ScheduleNotFound
+from ..workloads.tick import Busy
+
 
 class Refused(tornado.web.HTTPError):
     """400 with every problem of a request listed in ``errors``."""
@@ -22,15 +31,7 @@ class Refused(tornado.web.HTTPError):
 
 def http_error(err: BaseException) -> tornado.web.HTTPError | None:
     """The answer for a model's error; None for an error that is a bug (it stays a 500 with its traceback logged)."""
-    from ..home import AirHomeError, UnusableDatabase
-    from ..team.client import ServiceAnswer
-    from ..tracking.runs_query import QueryError
-    from ..tracking.sharing import ShareError
-    from ..workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
-    from ..workloads.logs import BadOffset
-    from ..workloads.permissions import BadGrant, Forbidden
-    from ..workloads.schedules import ScheduleNotFound
-    from ..workloads.tick import Busy
+    from ..workloads.service_jobs import ServiceAnswer
 
     if isinstance(err, SubmitError):
         return Refused(err.args[0], err.problems)

@@ -13,6 +13,13 @@ from pathlib import Path
 
 import tornado.web
 
+from ..home import air_home_path
+from ..tracking import runs_query
+from ..tracking.runs_query import RunsQuery
+from ..tracking.sharing import availability, share
+from ..workloads import jobs_view
+from ..workloads.jobs_view import JobsView
+from ..workloads.schedules_view import SchedulesView
 from .handlers import BaseHandler
 from .model_errors import Refused, call_model
 
@@ -25,16 +32,12 @@ class PanelHandler(BaseHandler):
         """The server's one ``RunsQuery``, which keeps the answers: made by the first request, never per request."""
         runs = self.settings.get("jupyter_air_runs")
         if runs is None:
-            from ..tracking.runs_query import RunsQuery
-
             runs = self.settings["jupyter_air_runs"] = RunsQuery(self.base_url)
         return runs
 
     @property
     def local_jobs(self):
         """The jobs under AIR_HOME (and the schedules that fire them)."""
-        from ..home import air_home_path
-        from ..workloads.jobs_view import JobsView
 
         return self.settings.setdefault("jupyter_air_local_jobs", JobsView(air_home_path(), self.base_url))
 
@@ -47,7 +50,6 @@ class PanelHandler(BaseHandler):
     @property
     def schedules(self):
         """The team's job service's schedules when it answers the jobs, else those under AIR_HOME."""
-        from ..workloads.schedules_view import SchedulesView
 
         service = self.settings.get("jupyter_air_jobs")
         return (
@@ -69,9 +71,7 @@ class RunsHandler(PanelHandler):
         notebook = self.get_query_argument("notebook", None)
         from_ms, to_ms = self.epoch_ms_argument("from"), self.epoch_ms_argument("to")
         if notebook and from_ms is None and to_ms is None:
-            from ..tracking.runs_query import DEFAULT_LIMIT, MAX_LIMIT
-
-            limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+            limit = self.int_argument("limit", runs_query.DEFAULT_LIMIT, 1, runs_query.MAX_LIMIT)
             query = (self._paths(notebook), self.since(), limit, self.get_query_argument("page_token", None))
             answer = self.runs.notebook(*query, wait=False) or await self.call(self.runs.notebook, *query)
         elif from_ms is not None and to_ms is not None and not notebook:
@@ -108,15 +108,11 @@ class ExperimentShareHandler(PanelHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..tracking.sharing import availability
-
         self.finish(json.dumps(availability()))
 
     @tornado.web.authenticated
     async def post(self) -> None:
         import dataclasses
-
-        from ..tracking.sharing import share
 
         body = self.json_object()
         grant = await self.call(share, body.get("experiment"), body.get("user"), body.get("level"))
@@ -130,9 +126,7 @@ class JobsHandler(PanelHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from ..workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
-
-        limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        limit = self.int_argument("limit", jobs_view.DEFAULT_LIMIT, 1, jobs_view.MAX_LIMIT)
         self.finish(json.dumps(await self.call(self.jobs.list, limit, self.get_query_argument("schedule", None))))
 
     @tornado.web.authenticated

@@ -11,6 +11,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from tornado.ioloop import IOLoop, PeriodicCallback
 
+from ..gpu.cluster import ClusterUnavailable
+from ..gpu.idle import KernelView
+from ..home import AirHomeError, UnusableDatabase, air_home_path, checked_air_home
+from ..tracking.resident import idle_seconds
+from ..tracking.stops import reap_dead_runs
+from ..training.call_runner import forget_old_results
+from ..workloads.jobs import Jobs
+from ..workloads.schedules import Schedules
+from ..workloads.tick import tick
+
 #: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
 #: between two looks at whether the UI still runs.
 UI_CHECK_SECONDS = 1.0
@@ -78,12 +88,6 @@ class JobChecks:
             self._check()
 
     def _reap(self) -> None:
-        from ..home import AirHomeError, UnusableDatabase, air_home_path, checked_air_home
-        from ..tracking.stops import reap_dead_runs
-        from ..workloads.jobs import Jobs
-        from ..workloads.schedules import Schedules
-        from ..workloads.tick import tick
-
         home = air_home_path()
         try:
             checked_air_home()  # another user's job database or run records are never acted on
@@ -99,8 +103,6 @@ class JobChecks:
             for run_id in reap_dead_runs(home):
                 self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
             if (home / "jobs").is_dir():
-                from ..training.call_runner import forget_old_results
-
                 for folder in forget_old_results(home / "jobs"):
                     self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
         except (UnusableDatabase, AirHomeError) as err:  # a broken or foreign AIR_HOME: one line, not a flood
@@ -140,8 +142,6 @@ class UiAutostart:
         self._callback.stop()
 
     async def _check(self) -> None:
-        from ..tracking.resident import idle_seconds
-
         if not self.ui.running:
             await self.ui.start_if_store_exists()
         elif time.monotonic() - self._asked >= min(UI_KEEP_ALIVE_SECONDS, idle_seconds() / 3):
@@ -202,7 +202,6 @@ class IdleHolderChecks:
     async def _nodes(self, kernels) -> list:
         """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why) or
         its tables cannot be read (said once while it lasts): this server's own node is checked all the same."""
-        from ..gpu.cluster import ClusterUnavailable
 
         if self.cluster is None:
             return []
@@ -221,8 +220,6 @@ class IdleHolderChecks:
         return nodes
 
     async def _kernels(self) -> list:
-        from ..gpu.idle import KernelView
-
         sessions = await self.session_manager.list_sessions()
         paths = {s["kernel"]["id"]: s.get("path") for s in sessions if s.get("kernel")}
         views = []

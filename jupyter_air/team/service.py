@@ -21,9 +21,11 @@ from urllib.parse import urlsplit
 import tornado.web
 from jupyterhub.services.auth import HubAuth, HubAuthenticated
 
+from jupyter_air.home import air_home
 from jupyter_air.server.handlers import QueryArguments
 from jupyter_air.server.model_errors import call_model
-from jupyter_air.workloads.jobs_view import JobsView
+from jupyter_air.server.tasks import JobChecks
+from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT, JobsView
 from jupyter_air.workloads.run_as import RUN_AS_ENV
 from jupyter_air.workloads.run_logs import LOGS_ENV
 from jupyter_air.workloads.schedules_view import SchedulesView
@@ -65,8 +67,6 @@ class JobsHandler(ServiceHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT
-
         limit = self.int_argument("limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         await self.answer(self.view.list, limit, self.get_query_argument("schedule", None))
 
@@ -172,9 +172,6 @@ def main() -> None:
     import asyncio
     import logging
     import signal
-
-    from jupyter_air.home import air_home
-    from jupyter_air.server.tasks import JobChecks
 
     logging.basicConfig(level=logging.INFO)
     log = logging.getLogger("air-jobs")

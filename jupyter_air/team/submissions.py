@@ -10,9 +10,11 @@ from pathlib import Path
 
 from jupyter_air.cluster.address import configured_address
 from jupyter_air.cluster.errors import BadAddress
+from jupyter_air.tracking.sharing import ShareError, claim
 from jupyter_air.workloads.jobs import SubmitError
 from jupyter_air.workloads.jobs_view import JobsView
 from jupyter_air.workloads.loader import WorkloadError, load_workload
+from jupyter_air.workloads.schedules import keep
 
 _SHAPE = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
 #: A URI of a store the service writes to over the network (``s3://``, ``gs://``, ``mlflow-artifacts://``...).
@@ -48,15 +50,12 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     location = workload.get("mlflow_artifact_location")
     if location and not _remote(location):
         _refuse(label, f"mlflow_artifact_location: {location!r} is {_LOCAL}")
-    from jupyter_air.tracking.sharing import ShareError, claim
 
     try:
         claim(workload["experiment_name"], view.jobs.owner, view.token or "", location)
     except ShareError as err:
         _refuse(label, f"experiment_name: {err}", 2 if err.bad_input else 1)
     if "schedule" in workload:
-        from jupyter_air.workloads.schedules import keep
-
         return keep(view.jobs, resolved, view.jobs.owner)
     return view.detail(view.jobs.start(resolved))
 

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Sequence
 
+from jupyter_air.tracking.entities import Metric
 from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
 
 #: Values of the tag ``air.energy_method``: NVML's counter (Volta and newer), or the integral of sampled power.
@@ -99,7 +100,6 @@ def sum_nodes(client, run_id: str) -> None:
     """For a run whose nodes logged their energy (``system/node_<n>/gpu_<i>_energy_joules``): log the sum over
     nodes as ``system/total_energy_watt_hours``, and the run's ``air.energy_method`` (``mixed`` when the nodes
     differ) and ``air.energy_exclusive`` (false when any node's was)."""
-    from jupyter_air.tracking.entities import Metric
 
     data = client.get_run(run_id).data
     latest = {m.key: m for m in data.metrics}

@@ -15,8 +15,14 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from jupyter_air.tracking.energy import sum_nodes
+from jupyter_air.tracking.inprocess import InProcessTracking
+from jupyter_air.tracking.links import links
 from jupyter_air.tracking.local_artifacts import keep, local_folder
 from jupyter_air.tracking.naming import ERROR_TAG
+from jupyter_air.tracking.store import client, tracker
+from jupyter_air.tracking.store import tracking_uri as default_uri
+from jupyter_air.tracking.system_metrics import SystemMetrics
 
 #: MLflow's limits (``mlflow.utils.validation``): key length, param and tag value length.
 MAX_KEY_CHARS = 250
@@ -101,8 +107,6 @@ class ManagedRun:
     """
 
     def __init__(self, client, run_id: str, experiment_id: str, run_name: str, tracking_uri: str | None = None):
-        from jupyter_air.tracking.store import tracking_uri as default_uri
-
         self.client = client
         self.tracking_uri = tracking_uri or default_uri()
         self.run_id = run_id
@@ -126,7 +130,6 @@ class ManagedRun:
     ) -> ManagedRun:
         """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED.
         ``tracking``: how the store is reached (default :func:`~jupyter_air.tracking.store.tracker`)."""
-        from jupyter_air.tracking.store import tracker
 
         tracking = tracking or tracker()
         run = tracking.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
@@ -138,7 +141,6 @@ class ManagedRun:
     @classmethod
     def resume(cls, run_id: str, *, run_name: str | None, tags: Mapping[str, object], tracking=None) -> ManagedRun:
         """Take over an existing run (``MLFLOW_RUN_ID``): RUNNING again, renamed if asked, tags added."""
-        from jupyter_air.tracking.store import tracker
 
         tracking = tracking or tracker()
         run = tracking.get_run(run_id)
@@ -150,7 +152,6 @@ class ManagedRun:
     def adopt(cls, run_id: str, tracking_uri: str | None = None) -> ManagedRun:
         """The run ``run_id`` (in ``tracking_uri``, default this process's store), to end it for a process
         that can no longer (a supervisor found dead)."""
-        from jupyter_air.tracking.store import tracker
 
         tracking = tracker(tracking_uri)
         run = tracking.get_run(run_id)
@@ -173,7 +174,6 @@ class ManagedRun:
     def start_system_metrics(self, node_id: str | None = None, gpu_source=None, gpus: list[str] | None = None) -> None:
         """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included), with the
         energy of ``gpus`` (named as ``CUDA_VISIBLE_DEVICES`` names them; default: the visible ones)."""
-        from jupyter_air.tracking.system_metrics import SystemMetrics
 
         self._metrics = SystemMetrics(
             self.run_id,
@@ -197,8 +197,6 @@ class ManagedRun:
         for path in files:
             if not self.client.log_artifact(self.run_id, path, artifact_path):
                 # an artifact store only MLflow's client reaches (S3 and the like)
-                from jupyter_air.tracking.inprocess import InProcessTracking
-                from jupyter_air.tracking.store import client
 
                 InProcessTracking(self.tracking_uri, client).log_artifact(self.run_id, path, artifact_path)
 
@@ -220,7 +218,6 @@ class ManagedRun:
 
     def _sum_node_energy(self) -> None:
         """A run whose nodes sampled themselves (multi-node): their GPUs' energy summed into the run's total."""
-        from jupyter_air.tracking.energy import sum_nodes
 
         try:
             sum_nodes(self.client, self.run_id)
@@ -243,7 +240,6 @@ class ManagedRun:
     def describe(self) -> None:
         """Fill in ``experiment_name``, and ``url`` and ``experiment_url``, the links that open the run and its
         experiment (None when no UI serving this store is known)."""
-        from jupyter_air.tracking.links import links
 
         self.experiment_name = self.client.get_experiment(self.experiment_id).name
         found = links(self.experiment_id, self.run_id)

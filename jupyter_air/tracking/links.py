@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 import psutil
 
-from jupyter_air.tracking.store import PROXY_PATH, is_local, is_remote, tracking_uri
+from jupyter_air.notebook_links import in_jupyter_kernel
+from jupyter_air.tracking.store import PROXY_PATH, client, is_local, is_remote, tracking_uri
 
 #: The server's public address, where links printed by ``air`` and scripts start: set by an administrator, or
 #: exported by the Jupyter server from ``c.JupyterAir.public_url`` to its kernels and terminals.
@@ -72,8 +73,6 @@ def links(experiment_id: str, run_id: str, for_page: bool | None = None, uri: st
     if not is_local(uri):
         return NO_LINKS
     if for_page is None:
-        from jupyter_air.notebook_links import in_jupyter_kernel
-
         for_page = in_jupyter_kernel()
     root, origin = _server_root(for_page, uri)
     if root is None:
@@ -146,8 +145,6 @@ def run_page(base_url: str, run_id: str) -> str | None:
     Blocking (it reads the store): call it off the event loop.
     """
     from mlflow.exceptions import MlflowException
-
-    from jupyter_air.tracking.store import client
 
     try:
         experiment_id = client().get_run(run_id).info.experiment_id

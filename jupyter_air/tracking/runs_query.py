@@ -20,7 +20,7 @@ from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
 from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import JOB_TAG, NODE_TAG, NOTEBOOK_TAG, SOURCE_TAG, default_experiment_name, node_name
-from jupyter_air.tracking.store import sqlite_path, store_errors
+from jupyter_air.tracking.store import client, sqlite_path, store_errors
 
 PARENT_TAG = "mlflow.parentRunId"
 #: Metrics shown per run: the latest values of the first few by name (system metrics are the GPU panel's).
@@ -228,7 +228,6 @@ def _client():
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         return None
-    from jupyter_air.tracking.store import client
 
     return client(uri)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from .entities import TrackingError
+from .rest import RestTracking
+from .store import ensure_experiment
 
 #: The experiment permissions a user can be given, from least to most.
 LEVELS = ("READ", "EDIT", "MANAGE")
@@ -71,7 +73,6 @@ def share(experiment_name: str, user: str, level: str | None, token: str | None 
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri.startswith(("http://", "https://")):
         raise ShareError(_no_server(uri), bad_input=True)
-    from .rest import RestTracking
 
     server = RestTracking.http(uri, token=token)
     try:
@@ -105,8 +106,6 @@ def claim(experiment_name: str, user: str, token: str, artifact_location: str | 
     credentials: as ``user`` (their hub ``token``, which a tracking server taking hub tokens accepts) the experiment is
     created when missing, so that they manage it, and on one that exists they must hold EDIT or MANAGE. ShareError
     says what to ask for. Nothing to check in a local store; a server without the authentication app grants all."""
-    from .rest import RestTracking
-    from .store import ensure_experiment
 
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri.startswith(("http://", "https://")):

@@ -18,6 +18,8 @@ import re
 
 from jupyter_air.home import air_home, private_dir, private_file
 from jupyter_air.procs import is_alive, start_time
+from jupyter_air.tracking.lifecycle import ManagedRun
+from jupyter_air.tracking.store import tracking_uri as current_uri
 
 #: What an MLflow run id looks like (also the route's pattern): nothing that could leave the folder.
 RUN_ID = re.compile(r"[0-9a-zA-Z_-]{1,64}")
@@ -52,8 +54,6 @@ class LiveRun:
     """A run in progress in this process that a Stop request can reach; :meth:`close` when it ends."""
 
     def __init__(self, run_id: str, home: pathlib.Path | None = None, tracking_uri: str | None = None):
-        from jupyter_air.tracking.store import tracking_uri as current_uri
-
         folder = _folder(home)
         self.run_id = _checked(run_id)
         self._owner = folder / f"{run_id}.pid"
@@ -117,8 +117,6 @@ def reap_dead_runs(home: pathlib.Path) -> list[str]:
         run_id = path.name.removesuffix(".pid")
         reason = f"its kernel (process {record['pid']}) died while the run was RUNNING (killed, or out of memory)"
         try:
-            from jupyter_air.tracking.lifecycle import ManagedRun
-
             run = ManagedRun.adopt(run_id, record.get("tracking_uri"))
             if run.client.get_run(run_id).info.status == "RUNNING":
                 run.end("FAILED", reason)

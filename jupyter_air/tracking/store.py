@@ -10,6 +10,11 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from urllib.parse import unquote
 
 from jupyter_air.home import AirHomeError, air_home, file_lock, private_dir, private_file, unusable_database
+from jupyter_air.tracking import resident
+from jupyter_air.tracking.entities import TrackingError
+from jupyter_air.tracking.http_session import ServerGone
+from jupyter_air.tracking.inprocess import InProcessTracking
+from jupyter_air.tracking.rest import RestTracking
 
 #: URL path, under the Jupyter server's base URL, where the MLflow UI is served for the embedded store.
 PROXY_PATH = "mlflow/"
@@ -142,16 +147,12 @@ def tracker(uri: str | None = None):
     the embedded store (started here if needed; MLflow's client in this process while it starts) or for another
     local store whose server runs (the Jupyter server's UI starts one for its store). Otherwise MLflow's client in
     this process, said once per process."""
-    from jupyter_air.tracking.inprocess import InProcessTracking
-    from jupyter_air.tracking.rest import RestTracking
 
     uri = uri or tracking_uri()
     plugin = os.environ.get("MLFLOW_TRACKING_AUTH")
     if is_remote(uri) and not plugin:
         return RestTracking.http(uri)
     if is_local(uri):
-        from jupyter_air.tracking import resident
-
         embedded = uri == resident.embedded_uri()
         if embedded and not sqlite_path(uri).is_file():
             # A brand-new store: created here first, so that its server's start does not compete with that.
@@ -191,17 +192,12 @@ class EmbeddedTracking:
         return self._active.origin
 
     def __getattr__(self, name: str):
-        from jupyter_air.tracking.http_session import ServerGone
-        from jupyter_air.tracking.inprocess import InProcessTracking
-        from jupyter_air.tracking.rest import RestTracking
-
         def call(*args, **kwargs):
             try:
                 return getattr(self._active, name)(*args, **kwargs)
             except ServerGone:
                 if not isinstance(self._active, RestTracking):
                     raise
-            from jupyter_air.tracking import resident
 
             if self._uri == resident.embedded_uri():
                 log.info("jupyter_air: AIR_HOME's MLflow server is gone; starting it again.")
@@ -219,7 +215,6 @@ def ensure_experiment(name: str, artifact_location: str | None = None, tracking=
     In a local store the artifacts default to :func:`default_artifact_location` rather than
     MLflow's ``./mlruns`` relative to whatever the current directory happens to be.
     """
-    from jupyter_air.tracking.entities import TrackingError
 
     if not name or not name.strip():
         raise ValueError("experiment name is empty: pass a name such as 'my-training'")

@@ -9,8 +9,12 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 
+from jupyter_air.gpu.sources import SOURCE_ENV, open_source, simulated_gpus, source_kind
+from jupyter_air.tracking.energy import TOTAL_METRIC, EnergyMeter, run_gpus, watt_hours
+from jupyter_air.tracking.entities import Metric
 from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
 from jupyter_air.tracking.sample_times import sample_delays
+from jupyter_air.tracking.store import tracker
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +96,6 @@ class GpuMetrics:
     run's GPUs' cumulative energy (``gpu_<i>_energy_joules``, see :mod:`~jupyter_air.tracking.energy`)."""
 
     def __init__(self, source, gpus: Sequence[str] | None = None):
-        from jupyter_air.tracking.energy import EnergyMeter, run_gpus
-
         self._source = source
         self._samples: dict[str, list[float]] = defaultdict(list)
         self.energy = EnergyMeter(source, run_gpus(source.devices, gpus))
@@ -130,7 +132,6 @@ def gpu_choice() -> dict | None:
     """The GPU source this process was told to use (``JUPYTER_AIR_GPU_SOURCE``: the Jupyter server exports its own to
     its kernels and terminals) and its simulated GPU count, for the nodes of a multi-node call or attempt to sample
     the GPUs the server's panel shows; None when it was told none, so each node uses its own."""
-    from jupyter_air.gpu.sources import SOURCE_ENV, simulated_gpus, source_kind
 
     if not os.environ.get(SOURCE_ENV, "").strip():
         return None
@@ -140,7 +141,6 @@ def gpu_choice() -> dict | None:
 def _open_gpu_source(choice: dict | None):
     """The GPU source ``choice`` names, else the configured one (the same as the GPU panel's); None when this node
     has no usable GPU."""
-    from jupyter_air.gpu.sources import open_source
 
     source = open_source(**choice) if choice else open_source()
     if source.available:
@@ -207,7 +207,6 @@ class SystemMetrics:
         """Begin sampling in a daemon thread: every second at first, then every interval (:mod:`.sample_times`)."""
         if self._thread is not None:
             return
-        from jupyter_air.tracking.store import tracker
 
         self._client = self._client or tracker(self.tracking_uri)
         self._monitors = [HostMetrics()]
@@ -264,9 +263,6 @@ class SystemMetrics:
                 log.warning("System metrics: %s failed: %s", type(monitor).__name__, exc)
 
     def _sample_and_log(self, final: bool = False) -> None:
-        from jupyter_air.tracking.energy import TOTAL_METRIC, watt_hours
-        from jupyter_air.tracking.entities import Metric
-
         with self._lock:
             self._collect()
             values: dict[str, float] = {}

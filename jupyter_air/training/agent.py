@@ -6,7 +6,9 @@ import os
 import sys
 
 from jupyter_air.cluster.agent import NodeAgent, read_from
-from jupyter_air.training.launch import Call, NodePlace
+from jupyter_air.tracking.node_metrics import NodeMetrics
+from jupyter_air.training.launch import Call
+from jupyter_air.training.launch_plan import NodePlace
 from jupyter_air.training.launcher import Launcher
 
 
@@ -21,7 +23,7 @@ def localized(context: dict) -> dict:
     return {**context, "cwd": cwd, "sys_path": kept + [p for p in sys.path if p not in kept]}
 
 
-class TrainingAgent(NodeAgent):
+class TrainingAgent(NodeMetrics, NodeAgent):
     """Runs this node's ranks of one call at a time; kept between calls of the same shape (the fork server too)."""
 
     def __init__(self, index: int):

@@ -14,10 +14,12 @@ from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORL
 from jupyter_air.training import remote, runs
 from jupyter_air.training.cluster_call import ClusterCall
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
-from jupyter_air.training.launch import Call, NodePlace, call_context, pack, world_size_for
+from jupyter_air.training.launch import Call
+from jupyter_air.training.launch_plan import NodePlace, world_size_for
 from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.options import RunOptions
+from jupyter_air.training.pickling import call_context, pack
 from jupyter_air.training.tracked import STOPPED, TrackedRun
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
@@ -52,7 +54,7 @@ def run_distributed(
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
     starting = StartingCard(card_mode())  # in the cell at once, before anything is imported or launched
     try:
-        from jupyter_air import warmup
+        from jupyter_air.training import warmup
 
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         tags = {SOURCE_TAG: source, FUNCTION_TAG: name or getattr(function, "__qualname__", repr(function))}
@@ -186,7 +188,7 @@ def distributed(function=None, **options):
     ``remote`` submit each call as a job that outlives the kernel.
     """
     run_options = RunOptions.of(options)
-    from jupyter_air.warmup import warm_up
+    from jupyter_air.training.warmup import warm_up
 
     warm_up("tracking", "launcher")  # in the background: the first call then starts at once
     if function is None:

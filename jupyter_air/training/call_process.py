@@ -15,7 +15,8 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.training.call_outcome import write_outcome
-from jupyter_air.training.launch import CALL_ID_ENV, PARENT_ENV, NodePlace, launch_config
+from jupyter_air.training.launch import CALL_ID_ENV, PARENT_ENV
+from jupyter_air.training.launch_plan import NodePlace, launch_config
 from jupyter_air.training.worker import run_rank
 
 

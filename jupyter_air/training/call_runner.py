@@ -21,7 +21,7 @@ from jupyter_air.home import private_dir
 from jupyter_air.training.call_outcome import OUTCOME, write_outcome
 from jupyter_air.training.errors import DistributedError
 from jupyter_air.training.logs import RankLogTail
-from jupyter_air.workloads.logs import LogWriter
+from jupyter_air.workloads.logs import LogWriter, node_dir
 from jupyter_air.workloads.runners import AttemptContext, reserve_gpus
 
 #: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
@@ -55,7 +55,8 @@ class CallRunner:
 
     def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
         """Reserve this machine's GPUs (local) or the Ray nodes, and start the ranks: they wait for :meth:`start`."""
-        from jupyter_air.training.launch import Call, NodePlace
+        from jupyter_air.training.launch import Call
+        from jupyter_air.training.launch_plan import NodePlace
 
         job_dir = self.context.job_dir
         payload = (job_dir / PAYLOAD).read_bytes()
@@ -86,8 +87,6 @@ class CallRunner:
         return True
 
     def _node_dir(self, node: int) -> Path:
-        from jupyter_air.workloads.logs import node_dir
-
         return node_dir(self.context.job_dir, self.context.attempt, node)
 
     def start(self, overrides: dict[str, str], run) -> None:
@@ -182,3 +181,8 @@ def forget_old_results(jobs_dir: Path, days: float = RESULT_DAYS) -> list[Path]:
             shutil.rmtree(results, ignore_errors=True)
             gone.append(results)
     return gone
+
+
+#: The ``call`` kind of work, plugged into the supervisor through the ``jupyter_air.kinds`` entry point:
+#: ``{place: runner factory}`` (:mod:`jupyter_air.workloads.kinds`).
+RUNNERS = {"local": lambda context: CallRunner(context, "local"), "ray": lambda context: CallRunner(context, "ray")}

@@ -22,11 +22,14 @@ from jupyter_air.cluster import node_run
 from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import NodeGroup, bundle, describe_bundle
+from jupyter_air.tracking.lifecycle import system_metrics_interval
 from jupyter_air.tracking.naming import GPUS_TAG, NODES_TAG, RAY_ADDRESS_TAG, WORLD_SIZE_TAG, call_logs_folder
+from jupyter_air.tracking.store import tracking_uri
+from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
 from jupyter_air.training.kept import Kept
-from jupyter_air.training.launch import NodePlace
+from jupyter_air.training.launch_plan import NodePlace
 from jupyter_air.training.options import RunOptions
 
 #: Seconds to wait for free nodes before the call fails (nothing has started then, no run exists).
@@ -83,8 +86,6 @@ class ClusterCall:
         self._key = (generation, self.nodes, tuple(sorted(share.items())))
 
         def check_hosts(hosts: list[str]) -> None:
-            from jupyter_air.tracking.store import tracking_uri
-
             check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
 
         self.group = Kept.take(self._key)
@@ -131,8 +132,6 @@ class ClusterCall:
     def release(self, overrides: dict[str, str]) -> None:
         """Let every node's ranks run with their node's environment, this kernel's ``MLFLOW_*`` and ``overrides``;
         each node samples its system metrics into the run from just before, unless the call said not to."""
-        from jupyter_air.tracking.lifecycle import system_metrics_interval
-        from jupyter_air.tracking.system_metrics import gpu_choice
 
         env = {**{k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}, **overrides}
         with self._lost_as_call_error():

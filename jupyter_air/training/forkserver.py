@@ -22,6 +22,7 @@ import sys
 import time
 
 from jupyter_air import procs
+from jupyter_air.training import call_process, rendezvous
 
 #: Seconds between two looks for ended calls and for the owner.
 _TICK_SECONDS = 0.1
@@ -52,21 +53,15 @@ class Server:
         elif op == "stop":
             self.stop(request["id"])
         elif op == "reserve":
-            from jupyter_air.training import rendezvous
-
             try:
                 answer = {"port": rendezvous.reserve(request["host"])}
             except OSError as exc:
                 answer = {"error": str(exc)}
             self.emit({"event": "reserved", "request": request["request"], **answer})
         elif op == "unreserve":
-            from jupyter_air.training import rendezvous
-
             rendezvous.unreserve(request["port"])
 
     def launch(self, request: dict) -> None:
-        from jupyter_air.training import call_process, rendezvous
-
         me = os.getpid()
         pid = os.fork()
         if pid == 0:  # the call process: it never returns to this loop
@@ -87,7 +82,6 @@ class Server:
     def _leave_the_server(self, port: int | None) -> None:
         """In a new call process: close the server's pipes (so its owner sees them close with the server) and
         every reserved listener but its own."""
-        from jupyter_air.training import rendezvous
 
         self.events.close()
         null = os.open(os.devnull, os.O_RDONLY)
@@ -149,8 +143,6 @@ def prepare() -> dict:
     import cloudpickle  # noqa: F401 - preloaded for the ranks
     import torch
     import torch.distributed.launcher.api  # the elastic agent, preloaded for every call
-
-    from jupyter_air.training import rendezvous, worker  # noqa: F401 - the ranks' entry point, preloaded
 
     for name in _LAUNCHER_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)

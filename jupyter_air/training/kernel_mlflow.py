@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import sys
 
+from jupyter_air.tracebacks import render
 from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.store import ensure_experiment, same_store, tracker, tracking_uri
-from jupyter_air.training.errors import render
 
 
 class KernelTrackingError(TrackingError):

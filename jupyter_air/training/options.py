@@ -6,6 +6,8 @@ import dataclasses
 import difflib
 import inspect
 
+from jupyter_air.cluster.address import check
+
 
 def _option(default, flag: str, help: str, kind=None):
     return dataclasses.field(default=default, metadata={"flag": flag, "help": help, "type": kind})
@@ -71,8 +73,6 @@ class RunOptions:
         if not isinstance(self.remote, bool):
             raise ValueError(f"remote must be True or False, got {self.remote!r}")
         if self.ray_address is not None:
-            from jupyter_air.cluster.address import check
-
             check(self.ray_address)
 
     @classmethod

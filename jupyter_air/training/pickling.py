@@ -1,10 +1,17 @@
-"""cloudpickle that keeps code objects' file names, so worker tracebacks can show notebook source lines."""
+"""What a call sends to its ranks: its function and arguments pickled with cloudpickle, keeping code objects' file
+names, and the calling process's import path, folder and notebook source lines, so worker tracebacks can show
+them."""
 
 from __future__ import annotations
 
 import io
+import linecache
+import os
+import sys
 import types
 from collections import ChainMap
+
+from jupyter_air.training.errors import DistributedError
 
 
 def _pickler_class():
@@ -63,3 +70,30 @@ def culprit(function, args: tuple, kwargs: dict) -> str | None:
         if not _picklable(value):
             return f"{where} (a {type(value).__module__}.{type(value).__qualname__})"
     return None
+
+
+def pack(function, args: tuple, kwargs: dict) -> bytes:
+    """The call's function and arguments as one pickle; raises DistributedError when they cannot travel."""
+    try:
+        return dumps({"function": function, "args": args, "kwargs": kwargs})
+    except Exception as exc:
+        where = culprit(function, args, kwargs)
+        raise DistributedError(
+            f"cannot send {where or 'the function or its arguments'} to the workers: {type(exc).__name__}: {exc}."
+            " Pass picklable arguments (tensors, numbers, paths) and create open files, locks or"
+            " connections inside the function."
+        ) from exc
+
+
+def call_context() -> dict:
+    """What ranks need from the calling process: its import path, folder and notebook source lines."""
+    return {"sys_path": list(sys.path), "cwd": os.getcwd(), "sources": notebook_sources()}
+
+
+def notebook_sources() -> dict[str, list[str]]:
+    """Source lines of code with no file on disk (notebook cells), so worker tracebacks can show them."""
+    return {
+        name: list(entry[2])
+        for name, entry in linecache.cache.copy().items()  # one C call: a warning on another thread may add lines
+        if len(entry) == 4 and entry[1] is None and entry[2]
+    }

@@ -27,8 +27,11 @@ from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.call_runner import CONTEXT, PAYLOAD, RESULTS
 from jupyter_air.training.cell import is_cell_result
 from jupyter_air.training.errors import CallDetached, DistributedError
-from jupyter_air.training.launch import call_context, pack, world_size_for
+from jupyter_air.training.launch_plan import world_size_for
 from jupyter_air.training.options import RunOptions
+from jupyter_air.training.pickling import call_context, pack
+from jupyter_air.workloads.jobs import JobNotFound, Jobs, NotActive
+from jupyter_air.workloads.logs import LogCursor
 
 #: Seconds between two looks at the job while following it.
 _POLL_SECONDS = 0.2
@@ -40,7 +43,6 @@ _JOB_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED
 
 def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict, params: dict) -> str:
     """Submit the call as a job; its job run id. Fails before anything exists if the call cannot travel."""
-    from jupyter_air.workloads.jobs import Jobs
 
     payload = pack(function, args, kwargs)
     call = {"options": {k: v for k, v in vars(options).items() if k not in ("experiment", "run_name", "remote")}}
@@ -75,7 +77,6 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
 
 def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
     """Show the job's card until it ends; each rank's result, or its DistributedError. An interrupt detaches."""
-    from jupyter_air.workloads.jobs import Jobs
 
     jobs = Jobs()
     starting = starting or StartingCard(card_mode())
@@ -124,7 +125,6 @@ def attach(run_or_job_id: str) -> list | dict:
 
 def follow_again(run_or_job_id: str) -> list:
     """:func:`attach`'s card and results by rank as the ranks returned them."""
-    from jupyter_air.workloads.jobs import JobNotFound, Jobs
 
     if run_or_job_id in _RECENT:
         data, results, exc = _RECENT[run_or_job_id]
@@ -147,7 +147,6 @@ def follow_again(run_or_job_id: str) -> list:
 
 def cancel_run(run_id: str) -> bool:
     """The card's Stop for a remote call: cancel the job whose attempt ``run_id`` is; False for any other run."""
-    from jupyter_air.workloads.jobs import Jobs, NotActive
 
     job_run_id = _job_of_run(run_id, remote_only=True)
     if job_run_id is None:
@@ -207,7 +206,6 @@ def _ended_ms(job, run_id: str) -> int | None:
 
 def _new_lines(jobs, job, attempt: int, readers: dict, final: bool = False) -> list[tuple[int, str]]:
     """The ranks' new ``(rank, line)`` output, from the job's per-node logs (``[rank N] ...`` lines)."""
-    from jupyter_air.workloads.logs import LogCursor
 
     lines = []
     for node in range(job.num_nodes):

@@ -15,6 +15,7 @@ from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.run_card.state import CardState
 from jupyter_air.tracking.stops import LiveRun
+from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.training import runs
 from jupyter_air.training.errors import CallStopped
 
@@ -140,7 +141,6 @@ def active_in_kernel(run_id: str):
     imports MLflow. MLflow reads ``MLFLOW_TRACKING_URI`` from the environment: it is set for the block and put
     back as it was after it.
     """
-    from jupyter_air.tracking.store import tracking_uri
 
     saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID")}
     os.environ["MLFLOW_TRACKING_URI"] = tracking_uri()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import FILE_MODE, air_home, open_private, private_dir
+from jupyter_air.tracking.resident import NOT_INHERITED, idle_seconds
 
 log = logging.getLogger(__name__)
 
@@ -155,8 +156,6 @@ def locked(path: Path) -> bool:
 
 
 def _spawn(name: str) -> subprocess.Popen:
-    from jupyter_air.tracking.resident import NOT_INHERITED, idle_seconds
-
     env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     env[IDLE_ENV] = str(idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
     code = (

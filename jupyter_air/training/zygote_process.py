@@ -17,12 +17,13 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import FILE_MODE
+from jupyter_air.tracking.resident import idle_seconds
+from jupyter_air.training import forkserver
 from jupyter_air.training.zygote import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
 
 
 def main() -> None:
     """The zygote: ``argv[1]`` its socket, ``argv[2]`` its lock; ends at once when another holds the lock."""
-    from jupyter_air.tracking.resident import idle_seconds
 
     socket_file, lock = Path(sys.argv[1]), Path(sys.argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -34,7 +35,6 @@ def main() -> None:
         return
     os.ftruncate(held, 0)
     os.write(held, f"{os.getpid()} {procs.start_time(os.getpid())}".encode())
-    from jupyter_air.training import forkserver
 
     forkserver.prepare()
     folder = socket_file.parent
@@ -115,7 +115,6 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
 
 def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[int, float | None]) -> int:
     """In a forked child: the caller's environment and folder, its pipes, and the fork server's loop."""
-    from jupyter_air.training import forkserver
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     procs.work_for(owner[0])  # the GPU panel and a run's energy count its calls' processes as the kernel's

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 
+from jupyter_air.tracking.sharing import share
+
 from .jobs import Jobs
 from .permissions import EXPERIMENT_LEVELS, Target, job_target, schedule_target
+from .schedules import Schedules
 
 
 class Access:
@@ -26,7 +29,6 @@ class Access:
         if name.startswith("job-"):
             job = self.jobs.get(name, action)
             return job_target(job), job.experiment_name, job.tracking_uri
-        from .schedules import Schedules
 
         schedule = Schedules(self.jobs).get(name, fires=0, action=action)
         return schedule_target(schedule), schedule.name, os.environ.get("MLFLOW_TRACKING_URI")
@@ -56,6 +58,5 @@ def _experiment_grant(experiment: str, uri: str | None, user: str | None, level:
     current = os.environ.get("MLFLOW_TRACKING_URI", "")
     if not (uri or "").startswith(("http://", "https://")) or uri != current:
         return f"none: experiment {experiment!r} is not on this session's shared tracking server"
-    from jupyter_air.tracking.sharing import share
 
     return share(experiment, user, EXPERIMENT_LEVELS[level], token).describe()

@@ -6,11 +6,12 @@ import os
 import socket
 
 from jupyter_air.cluster.agent import NodeAgent, read_from
+from jupyter_air.tracking.node_metrics import NodeMetrics
 from jupyter_air.workloads.logs import OUTPUT, TIMESTAMPS
 from jupyter_air.workloads.node import NodeProcess
 
 
-class WorkloadAgent(NodeAgent):
+class WorkloadAgent(NodeMetrics, NodeAgent):
     """One node of one attempt: the command with its log pump, written to this node's disk and read back."""
 
     def __init__(self, index: int):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from jupyter_air.gpu.sources import opened
+
 _TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
 
 
@@ -25,7 +27,6 @@ class NodeGpus:
 def node_gpus() -> NodeGpus:
     """This node's GPUs from the one configured source (NVML, or the labelled simulated GPUs of a demo);
     a device that cannot be opened is not offered."""
-    from jupyter_air.gpu.sources import opened
 
     with opened() as source:
         usable = [(d.index, d.name or "") for d in source.devices if d.error is None]

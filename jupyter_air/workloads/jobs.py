@@ -18,11 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jupyter_air.home import open_private
+from jupyter_air.cluster.address import is_client
+from jupyter_air.cluster.errors import ClusterError
+from jupyter_air.home import air_home, air_home_path, open_private
+from jupyter_air.tracking.store import tracking_uri
 
+from . import ray_jobs
+from .control import cancel, reap
+from .executor import executor_for
+from .gpus import check_local, local_count
 from .logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
-from .permissions import Caller, Directory, OwnerOnly, Permissions, job_target
+from .permissions import Caller, Directory, OwnerOnly, Permissions, grant_problems, job_target
 from .records import Attempt, Job
+from .run_as import account_problem
 from .store import JobStore
 
 
@@ -64,7 +72,6 @@ class Jobs:
 
     def __init__(self, home: Path | None = None, caller: Caller | None = None, directory: Directory | None = None):
         """``caller``: who asks (None: AIR_HOME's owner, may do all); ``directory``: whom grants may name."""
-        from jupyter_air.home import air_home_path
 
         self.home = Path(home) if home is not None else air_home_path()
         self.caller, self.directory = caller, directory or OwnerOnly(getpass.getuser())
@@ -87,8 +94,6 @@ class Jobs:
     def create(self) -> JobStore:
         """AIR_HOME and its job database, created owner-only if missing (AirHomeError says how to fix a bad one)."""
         if self._store is None:
-            from jupyter_air.home import air_home
-
             self._store = JobStore(air_home({"AIR_HOME": str(self.home)}))
         return self._store
 
@@ -124,13 +129,7 @@ class Jobs:
         """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs and its
         command's program checked) or a Ray cluster (its shape resolved into ``compute``); raises SubmitError.
         ``locate(problem, label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
-        from jupyter_air.cluster.address import is_client
-        from jupyter_air.cluster.errors import ClusterError
 
-        from .executor import executor_for
-        from .gpus import check_local, local_count
-        from .permissions import grant_problems
-        from .run_as import account_problem
         from .scale import ScaleError, plan
         from .spec import Compute
 
@@ -158,8 +157,6 @@ class Jobs:
         if problems:
             raise _invalid(label, [where(p) for p in problems])
         if executor == "ray-job":
-            from . import ray_jobs
-
             try:
                 ray_jobs.dashboard_url(scale.address)
             except ClusterError as err:
@@ -186,10 +183,6 @@ class Jobs:
 
     def start(self, resolved: Resolved, *, user: str | None = None, files: Mapping[str, bytes] | None = None) -> Job:
         """Record a resolved workload as a job and start its supervisor."""
-        from jupyter_air.cluster.errors import ClusterError
-        from jupyter_air.tracking.store import tracking_uri
-
-        from .executor import executor_for
 
         executor = executor_for(resolved.executor)
         store, user = self.store, user or self.owner
@@ -230,7 +223,6 @@ class Jobs:
 
     def cancel(self, job_run_id: str) -> Job:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and return it once it has ended."""
-        from .control import cancel
 
         job = self.get(job_run_id, "cancel")
         if not job.active:
@@ -239,7 +231,6 @@ class Jobs:
 
     def reap(self) -> list[str]:
         """Fail the active jobs whose supervisor is gone (never creates the database); their ids."""
-        from .control import reap
 
         store = self._existing()
         return [] if store is None else reap(store)

@@ -21,6 +21,7 @@ from .job_json import job_detail, job_summary
 from .jobs import Jobs, SubmitError
 from .permissions import Caller
 from .records import Attempt, Job
+from .schedules import keep
 
 DEFAULT_LIMIT, MAX_LIMIT = 50, 1000
 #: Bytes per block when a whole log is read.
@@ -61,8 +62,6 @@ class JobsView:
         as the user's schedule. SubmitError (every problem, named by ``path``) for a bad file or path."""
         resolved = self.jobs.resolve_file(workload_file(root, path), label=path)
         if "schedule" in resolved.workload:
-            from .schedules import keep
-
             return keep(self.jobs, resolved)
         return self.detail(self.jobs.start(resolved))
 

@@ -21,6 +21,9 @@ from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import REPLY_SECONDS, NodeGroup, bundle
 from jupyter_air.home import private_dir
+from jupyter_air.tracking.lifecycle import system_metrics_interval
+from jupyter_air.tracking.store import tracking_uri
+from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.workloads.agent import WorkloadAgent
 from jupyter_air.workloads.logs import OUTPUT, TIMESTAMPS, node_dir
 
@@ -49,7 +52,6 @@ class RayNodes:
         Raises a ClusterError, before any run exists, when the cluster cannot be joined, can never hold the
         nodes, or spans hosts the tracking store cannot be reached from.
         """
-        from jupyter_air.tracking.store import tracking_uri
 
         connect(self.address)
 
@@ -83,8 +85,6 @@ class RayNodes:
     def start(self, overrides: dict[str, str], run) -> None:
         """Start the command on every node with its node's environment plus ``overrides`` and the node variables;
         each node samples its system metrics into ``run`` (a ManagedRun) from just before its command starts."""
-        from jupyter_air.tracking.lifecycle import system_metrics_interval
-        from jupyter_air.tracking.system_metrics import gpu_choice
 
         for folder in self.log_dirs:
             private_dir(folder)

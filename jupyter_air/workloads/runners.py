@@ -18,6 +18,7 @@ from typing import Protocol
 
 from jupyter_air import procs
 
+from .gpus import node_gpus
 from .logs import node_dir
 from .node import NodeProcess, missing_program
 from .run_as import account_for
@@ -145,7 +146,6 @@ def reserve_gpus(context: AttemptContext, cancel: threading.Event, note: Callabl
     count = context.spec["compute"]["num_accelerators"]
     if count == 0:
         return []
-    from .gpus import node_gpus
 
     indexes = node_gpus().indexes
     while not cancel.is_set():

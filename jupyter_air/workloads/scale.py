@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
+from jupyter_air.cluster.connect import connect, ray_module
 from jupyter_air.cluster.errors import BadAddress
+from jupyter_air.cluster.placement import bundle, why_never
 from jupyter_air.workloads.spec import Compute
 
 
@@ -52,9 +54,6 @@ def plan(compute: Compute, flag_address: str | None, local_gpus: Callable[[], in
 
 
 def _on_cluster(compute: Compute, address: str) -> Scale:
-    from jupyter_air.cluster.connect import connect, ray_module
-    from jupyter_air.cluster.placement import bundle, why_never
-
     if compute.accelerator_type:
         raise ScaleError(
             "compute.accelerator_type is not used on a Ray cluster (Ray places by GPU count): remove it, or label "

@@ -7,7 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, model_validator
 
+from jupyter_air.cluster.address import check
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, key_problem
+
+from .cron import check_expression, check_timezone
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_ENV = {
@@ -68,8 +71,6 @@ class _Strict(BaseModel):
 
 
 def _ray_address(address: str) -> str:
-    from jupyter_air.cluster.address import check
-
     return check(address)
 
 
@@ -102,14 +103,10 @@ class CodeSource(_Strict):
 
 
 def _expression(text: str) -> str:
-    from .cron import check_expression
-
     return check_expression(text)
 
 
 def _timezone(name: str) -> str:
-    from .cron import check_timezone
-
     return check_timezone(name)
 
 

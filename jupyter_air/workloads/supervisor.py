@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_air import procs
-from jupyter_air.home import SpaceReserve, UnusableDatabase, disk_full, full_disk_message, says_disk_full
-from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG
+from jupyter_air.cluster.errors import ClusterError
+from jupyter_air.home import SpaceReserve, UnusableDatabase, air_home, disk_full, full_disk_message, says_disk_full
+from jupyter_air.tracking.lifecycle import ManagedRun
+from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, NODE_TAG, node_name
+from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 
 from .executor import ENVIRONMENT_FILE, executor_for
 from .records import Job, attempt_marker, now_ms
@@ -128,7 +131,6 @@ class Supervisor:
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
             return Outcome("CANCELED", error="canceled before it started")
-        from jupyter_air.tracking.store import ensure_experiment, tracker
 
         spec = job.workload
         self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
@@ -144,8 +146,6 @@ class Supervisor:
         return outcome
 
     def _attempt(self, job: Job, experiment_id: str, attempt: int) -> Outcome:
-        from jupyter_air.cluster.errors import ClusterError
-
         marker = attempt_marker(self.job_run_id, attempt)
         context = AttemptContext(job.workload, attempt, marker, self.user_umask, self.store, self.job_run_id, job.user)
         node = self.executor.runner(context)
@@ -163,10 +163,6 @@ class Supervisor:
         self.store.update(self.job_run_id, error=message)
 
     def _tracked(self, job: Job, experiment_id: str, attempt: int, node) -> Outcome:
-        from jupyter_air.tracking.lifecycle import ManagedRun
-        from jupyter_air.tracking.naming import NODE_TAG, node_name
-        from jupyter_air.tracking.store import tracking_uri
-
         spec = job.workload
         tags = {
             JOB_TAG: self.job_run_id,
@@ -281,7 +277,6 @@ def main(argv: list[str]) -> None:
     """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
     AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
     from the job's folder, this process's PID recorded for a look at it when Ray cannot be asked)."""
-    from jupyter_air.home import air_home
 
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from jupyter_air.workloads.file_limits import read_limited, too_big
+from jupyter_air.workloads.jobs_view import workload_file
 
 #: The team's job service whose jobs a Jupyter server's job routes answer (overrides ``c.JupyterAir.jobs_service_url``;
 #: a hub's spawner sets it for every user).
@@ -57,7 +58,6 @@ class ServiceJobs:
     def submit(self, root: Path, path: str) -> dict:
         """Send the workload file at ``path`` under ``root`` (checked as the local view checks it) to the service,
         which runs it as ``air run -f`` would; the file's folder is where its relative paths point."""
-        from jupyter_air.workloads.jobs_view import workload_file
 
         return self.send(workload_file(root, path), path)
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 
+from jupyter_air.tracking import resident
+from jupyter_air.tracking.store import sqlite_path, tracking_uri
+from jupyter_air.training.launcher import Launcher
+
 log = logging.getLogger(__name__)
 
 _threads: dict[str, threading.Thread] = {}
@@ -42,17 +46,12 @@ def _prepare(part: str) -> None:
 
 
 def _tracking() -> None:
-    from jupyter_air.tracking import resident
-    from jupyter_air.tracking.store import sqlite_path, tracking_uri
-
     uri = tracking_uri()
     if uri == resident.embedded_uri() and sqlite_path(uri).is_file():  # a new store is made by the first call
         resident.ensure(uri)  # does not wait for it to answer: a call that comes first uses MLflow's client
 
 
 def _launcher() -> None:
-    from jupyter_air.training.launcher import Launcher
-
     Launcher.get()
 
 

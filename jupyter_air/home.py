@@ -13,6 +13,7 @@ import re
 import stat
 from collections.abc import Iterator, Mapping
 
+from jupyter_air.error_kinds import UNUSABLE_HOME, UNUSABLE_STATE
 from jupyter_air.owned import NotOurs, check_entries, check_path
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,12 @@ _LOW_SPACE_BYTES = 1 << 20
 
 
 class AirHomeError(OSError):
+    kind = UNUSABLE_HOME
     """``AIR_HOME`` cannot be created or used; the message says which folder and how to fix it."""
 
 
 class UnusableDatabase(RuntimeError):
+    kind = UNUSABLE_STATE
     """A database of jupyter_air's state cannot be used (damaged, or its disk is full); the message names the
     file and what to do."""
 

@@ -57,7 +57,6 @@ class AirMagics(Magics):
         come back into the notebook when they can be pickled (the others are listed). RANK,
         LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT and MLFLOW_RUN_ID are set on every rank.
         """
-
         options = _options(parse_argstring(self.air_distributed, line))
         source = self.shell.transform_cell(cell)
         filename = register_source(source, "air_distributed")
@@ -94,7 +93,6 @@ class AirMagics(Magics):
         """Follow a remote call again (``%air_attach JOB_RUN_ID``, also from a new kernel), or show again a call of
         this kernel (its MLflow run id): its card, then its results by rank (an ``%%air_distributed`` cell's names
         come back into the notebook), or its DistributedError."""
-
         target = _unquote(line.strip())
         if not target:
             raise UsageError("%air_attach: pass the job run id a remote call printed (job-...) or a call's run id")
@@ -112,7 +110,6 @@ class AirMagics(Magics):
 
         The run ends FINISHED, or FAILED when the cell raises (the exception still propagates).
         """
-
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         options = _options(parse_argstring(self.air_run, line))
         source = self.shell.transform_cell(cell)
@@ -133,7 +130,6 @@ class AirMagics(Magics):
     @line_magic
     def air_gpu(self, line):
         """Print a table of this node's GPUs now (utilisation, memory, temperature, power, processes)."""
-
         print(gpu_table())
 
 
@@ -141,7 +137,6 @@ def load_ipython_extension(ip) -> None:
     """Register the magics (``%load_ext jupyter_air``), put this environment's programs first on ``PATH`` (``!air``
     works in a kernel of an environment that was never activated), point the kernel's MLflow at the store calls
     record into (unless ``MLFLOW_TRACKING_URI`` is set) and prepare MLflow in the background."""
-
     os.environ["PATH"] = path_first(os.environ.get("PATH"))
     export_tracking_uri()
     ip.register_magics(AirMagics)

@@ -63,9 +63,10 @@ class GeneratedMarkdown(SphinxDirective):
 def setup(app: Sphinx) -> dict:
     import air_config
     import air_env
+    import air_errors
     import air_models
     import air_rest
 
-    for module in (air_config, air_env, air_models, air_rest):
+    for module in (air_config, air_env, air_errors, air_models, air_rest):
         module.setup(app)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

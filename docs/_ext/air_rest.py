@@ -69,7 +69,8 @@ def readable(pattern: str, cls: type) -> str:
 
 
 class _Resolver:
-    """Values of the names a call passes: local ``from ... import`` lines first, then the module's globals."""
+    """Values of the names a call passes: local ``from ... import`` lines first, then the module's globals (and their
+    attributes)."""
 
     def __init__(self, function, tree: ast.AST):
         self.globals = function.__globals__
@@ -83,6 +84,8 @@ class _Resolver:
     def value(self, node: ast.AST) -> object:
         if isinstance(node, ast.Name):
             return self.local[node.id] if node.id in self.local else self.globals[node.id]
+        if isinstance(node, ast.Attribute):  # a module's constant: ``runs_query.DEFAULT_LIMIT``
+            return getattr(self.value(node.value), node.attr)
         return ast.literal_eval(node)
 
 

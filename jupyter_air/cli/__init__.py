@@ -8,8 +8,8 @@ import json
 import os
 import sys
 
+from jupyter_air.error_kinds import BROKEN_PIPE, INTERRUPTED, ErrorKind, kind_of
 from jupyter_air.format import visible
-from jupyter_air.home import AirHomeError, UnusableDatabase
 from jupyter_air.tracking.sharing import LEVELS
 
 EPILOG = """examples:
@@ -28,11 +28,11 @@ EPILOG = """examples:
 
 
 class CliError(Exception):
-    """A problem the user can fix; printed without a traceback, exits with `code`."""
+    """A problem the user can fix, of ``kind``: printed without a traceback, exits with the kind's exit status."""
 
-    def __init__(self, message: str, code: int = 1):
+    def __init__(self, message: str, kind: ErrorKind):
         super().__init__(message)
-        self.code = code
+        self.kind = kind
 
 
 def _integer(text: str, minimum: int) -> int:
@@ -146,19 +146,17 @@ def main(argv: list[str] | None = None) -> int:
         if (service := ServiceJobs.from_environment()) is not None and args.command in team_commands.COMMANDS:
             return team_commands.dispatch(service, args)
         return commands.dispatch(args)
-    except CliError as err:
-        return _fail(args, str(err), err.code)
-    except AirHomeError as err:
-        return _fail(args, str(err), 2)
-    except UnusableDatabase as err:  # a damaged jobs.db or mlflow.db, a full disk: one line, never a traceback
-        return _fail(args, str(err), 1)
     except KeyboardInterrupt:
         print("\ninterrupted (a submitted job keeps running; `air cancel` stops it)", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `air logs ... | head`): stop quietly, as other command-line tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return BROKEN_PIPE
+    except Exception as err:  # an error of a known kind (an unusable AIR_HOME, a full disk): one line, no traceback
+        if (kind := kind_of(err)) is None:
+            raise
+        return _fail(args, str(err), kind.exit_status)
 
 
 def _fail(args: argparse.Namespace, message: str, code: int) -> int:

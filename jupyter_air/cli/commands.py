@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from jupyter_air.error_kinds import BAD_INPUT, CONFLICT, NOT_FOUND
 from jupyter_air.format import duration, visible
 from jupyter_air.tracking.links import links
 from jupyter_air.tracking.sharing import ShareError
@@ -52,7 +53,7 @@ def _job(jobs: Jobs, job_run_id: str) -> Job:
         with contextlib.suppress(JobNotFound):
             if not job_run_id.startswith("job-"):  # the hex part alone, typed by hand
                 hint = f"did you mean {jobs.get('job-' + job_run_id).job_run_id!r}?"
-        raise CliError(f"no job run {job_run_id!r} in {jobs.store.path}; {hint}") from None
+        raise CliError(f"no job run {job_run_id!r} in {jobs.store.path}; {hint}", NOT_FOUND) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         resolved = jobs.resolve_file(args.file, tuple(args.override), args.ray_address)
     except SubmitError as err:
-        raise CliError(str(err), code=err.code) from None
+        raise CliError(str(err), err.kind) from None
     for note in resolved.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.dry_run:
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         job = jobs.start(resolved)
     except SubmitError as err:
-        raise CliError(str(err), code=err.code) from None
+        raise CliError(str(err), err.kind) from None
     announce(job, args)
     if args.watch:
         return watch(jobs.store, job, json_lines=args.output == "json")
@@ -101,11 +102,11 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
         if not sep or key not in _FILTERS:
             close = difflib.get_close_matches(key, list(_FILTERS), n=1)
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise CliError(f"--filter {item!r}: {hint}use KEY=VALUE with KEY one of {', '.join(_FILTERS)}", 2)
+            raise CliError(f"--filter {item!r}: {hint}use KEY=VALUE with KEY one of {', '.join(_FILTERS)}", BAD_INPUT)
         if key == "status":
             value = value.upper()
             if value not in ACTIVE + TERMINAL:
-                raise CliError(f"--filter {item!r}: status is one of {', '.join(ACTIVE + TERMINAL)}", 2)
+                raise CliError(f"--filter {item!r}: status is one of {', '.join(ACTIVE + TERMINAL)}", BAD_INPUT)
         equal[_FILTERS[key]] = value
     if args.schedule:
         equal["schedule"] = args.schedule
@@ -127,7 +128,6 @@ def list_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
 def _fresh_links(job: Job) -> str | None:
     """Give each attempt the link that opens its run now (the server may have moved since it started);
     returns where the links come from."""
-
     origin = None
     for attempt in job.attempts:
         if attempt.mlflow_run_id and job.experiment_id:
@@ -208,17 +208,17 @@ def logs(jobs: Jobs, args: argparse.Namespace) -> int:
     job = _job(jobs, args.job_run_id)
     if args.node is not None and args.node >= job.num_nodes:
         if job.num_nodes == 1:
-            raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", 2)
+            raise CliError(f"--node {args.node} is out of range: {job.job_run_id} runs on 1 node (node 0)", BAD_INPUT)
         count = job.num_nodes
-        raise CliError(f"--node {args.node} is out of range: the run has {count} node(s) (0 to {count - 1})", 2)
+        raise CliError(f"--node {args.node} is out of range: the run has {count} node(s) (0 to {count - 1})", BAD_INPUT)
     if args.retry is not None and args.retry > job.max_retries:
         raise CliError(
             f"--retry {args.retry} is out of range: {job.job_run_id} has attempts 0 to {job.max_retries}"
             f" (max_retries {job.max_retries})",
-            2,
+            BAD_INPUT,
         )
     if args.download_to and (args.follow or args.tail is not None):
-        raise CliError("--download-to writes the whole file; drop --follow and --tail", 2)
+        raise CliError("--download-to writes the whole file; drop --follow and --tail", BAD_INPUT)
     json_lines = args.output == "json"
     node = args.node or 0
     if args.follow:
@@ -227,7 +227,7 @@ def logs(jobs: Jobs, args: argparse.Namespace) -> int:
     started = {a.attempt for a in job.attempts}
     if attempt is None or attempt not in started:
         which = "no attempt" if attempt is None else f"attempt {attempt} has not"
-        raise CliError(f"{which} started yet ({job.job_run_id} is {job.status}); add --follow to wait for it")
+        raise CliError(f"{which} started yet ({job.job_run_id} is {job.status}); add --follow to wait for it", CONFLICT)
     if args.download_to:
         nodes = range(job.num_nodes) if args.node is None else [args.node]
         for index in nodes:
@@ -235,7 +235,7 @@ def logs(jobs: Jobs, args: argparse.Namespace) -> int:
                 parts = (job.job_run_id, f"attempt_{attempt}", f"node_{index}")
                 path = download(jobs.log_dir(job, attempt, index), Path(args.download_to), parts)
             except (UnsafePath, OSError) as err:
-                raise CliError(f"--download-to {args.download_to}: {err}") from None
+                raise CliError(f"--download-to {args.download_to}: {err}", BAD_INPUT) from None
             if json_lines:
                 output.print_json(
                     {"job_run_id": job.job_run_id, "attempt": attempt, "node": index, "path": str(path)}, True
@@ -249,7 +249,7 @@ def logs(jobs: Jobs, args: argparse.Namespace) -> int:
 
 def cancel_jobs(jobs: Jobs, args: argparse.Namespace) -> int:
     if args.all == bool(args.job_run_ids):
-        raise CliError("name the job runs to cancel, or pass --all (not both)", 2)
+        raise CliError("name the job runs to cancel, or pass --all (not both)", BAD_INPUT)
     named = jobs.list(active_only=True, limit=1_000_000) if args.all else [_job(jobs, i) for i in args.job_run_ids]
     active = [j.job_run_id for j in named if j.active]
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(active)))) as pool:
@@ -273,7 +273,7 @@ def share(args: argparse.Namespace) -> int:
     try:
         done = grant(args.experiment, args.user, args.level)
     except ShareError as err:
-        raise CliError(str(err), 2 if err.bad_input else 1) from None
+        raise CliError(str(err), err.kind) from None
     if args.output == "json":
         output.print_json(dataclasses.asdict(done), compact=True)
     else:

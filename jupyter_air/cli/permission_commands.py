@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.format import visible
 from jupyter_air.tracking.sharing import ShareError
 from jupyter_air.workloads.access import Access
@@ -38,17 +39,17 @@ def add_parser(sub, json_help: str) -> None:
 def permissions(jobs, args: argparse.Namespace) -> int:
     granting = args.user is not None or args.group is not None
     if granting != (args.level is not None or args.revoke):
-        raise CliError(GRANT_USAGE, 2)
+        raise CliError(GRANT_USAGE, BAD_INPUT)
     access = Access(jobs)
     try:
         answer = access.grant(args.name, args.user, args.group, args.level) if granting else access.list(args.name)
     except BadGrant as err:
-        raise CliError(f"{args.name}: {err}", 2) from None
+        raise CliError(f"{args.name}: {err}", err.kind) from None
     except ShareError as err:
-        raise CliError(f"{args.name}: nothing changed: {err}", 2 if err.bad_input else 1) from None
+        raise CliError(f"{args.name}: nothing changed: {err}", err.kind) from None
     except (JobNotFound, ScheduleNotFound, Forbidden) as err:
         hint = "; `air list --all-status` and `air schedules list` name them" if not isinstance(err, Forbidden) else ""
-        raise CliError(f"{err}{hint}") from None
+        raise CliError(f"{err}{hint}", err.kind) from None
     return show(answer, args)
 
 

@@ -11,6 +11,7 @@ import threading
 import time
 from datetime import datetime
 
+from jupyter_air.error_kinds import BAD_INPUT, CONFLICT
 from jupyter_air.format import duration, visible
 from jupyter_air.workloads.cron import shown
 from jupyter_air.workloads.jobs import Jobs, Resolved
@@ -49,7 +50,7 @@ def add_parsers(sub, json_help: str) -> None:
 def create(jobs: Jobs, resolved: Resolved, args: argparse.Namespace) -> int:
     """`air run -f` of a workload with a schedule: record it; nothing runs now."""
     if args.watch:
-        raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", 2)
+        raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", BAD_INPUT)
     schedule, created = Schedules(jobs).upsert(resolved, ray_address=args.ray_address)
     return announce(schedule, created, args, "a Jupyter server with jupyter_air, or `air scheduler`")
 
@@ -85,7 +86,7 @@ def dispatch(jobs: Jobs, args: argparse.Namespace) -> int:
         names = [s.name for s in schedules.list()]
         close = difflib.get_close_matches(args.name, names, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else "; `air schedules list` lists them"
-        raise CliError(f"{err}{hint}", 2) from None
+        raise CliError(f"{err}{hint}", err.kind) from None
 
 
 def list_schedules(schedules: Schedules, args: argparse.Namespace, start: str = START_DRIVER) -> int:
@@ -187,7 +188,7 @@ def run_now(schedules: Schedules, args: argparse.Namespace) -> int:
     try:
         fire = run_now(schedules.jobs, args.name)
     except Busy as err:
-        raise CliError(str(err)) from None
+        raise CliError(str(err), err.kind) from None
     return report_fire(fire, args)
 
 
@@ -198,15 +199,14 @@ def report_fire(fire: Fire, args: argparse.Namespace) -> int:
     elif fire.outcome == "SUBMITTED":
         print(fire.job_run_id)
     if fire.outcome != "SUBMITTED":
-        raise CliError(f"the job of schedule {args.name} was not submitted: {fire.reason}")
+        raise CliError(f"the job of schedule {args.name} was not submitted: {fire.reason}", CONFLICT)
     return 0
 
 
 def scheduler(jobs: Jobs, args: argparse.Namespace) -> int:
     """Tick until SIGTERM or Ctrl-C: each due fire is printed as one line."""
-
     if args.interval <= 0:
-        raise CliError(f"--interval {args.interval}: expected a number of seconds > 0", 2)
+        raise CliError(f"--interval {args.interval}: expected a number of seconds > 0", BAD_INPUT)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     schedules, reaped = Schedules(jobs), 0.0

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.format import visible
 from jupyter_air.workloads.driver_ticks import Driver
 from jupyter_air.workloads.file_limits import read_limited
@@ -80,7 +81,6 @@ class TeamSchedules:
 
 def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
     """Run one of :data:`COMMANDS` against the service; its refusals exit 2 (bad input) or 1, in its words."""
-
     jobs = TeamJobs(service)
     try:
         if args.command == "run":
@@ -100,16 +100,16 @@ def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
         if args.command == "cancel":
             return commands.cancel_jobs(jobs, args)
         if (granting := args.user is not None or args.group is not None) != (args.level is not None or args.revoke):
-            raise CliError(GRANT_USAGE, 2)
+            raise CliError(GRANT_USAGE, BAD_INPUT)
         granted = granting and service.grant(args.name, args.user, args.group, args.level)
         return show(granted or service.permissions(args.name), args)
     except ServiceAnswer as err:
-        raise CliError(str(err), 2 if err.status == 400 else 1) from None
+        raise CliError(str(err), err.kind) from None
 
 
 def _refuse(given: object, flag: str, why: str) -> None:
     if given:
-        raise CliError(f"{flag}: not with the team's job service (AIR_JOBS_URL): {why}", 2)
+        raise CliError(f"{flag}: not with the team's job service (AIR_JOBS_URL): {why}", BAD_INPUT)
 
 
 def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
@@ -117,9 +117,9 @@ def _run(service: ServiceJobs, args: argparse.Namespace) -> int:
     _refuse(args.ray_address, "--ray-address", "the service chooses where its jobs run")
     path = Path(args.file).resolve()
     if not path.is_file():
-        raise CliError(f"{args.file}: no such file", 2)
+        raise CliError(f"{args.file}: no such file", BAD_INPUT)
     if args.watch and _scheduled(path):
-        raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", 2)
+        raise CliError("--watch follows a job, and a schedule starts none now; drop --watch", BAD_INPUT)
     answer = service.send(path, args.file, args.override)
     if "schedule" in answer:
         return schedule_commands.announce(schedule_from_json(answer["schedule"]), answer["created"], args, _FIRED_BY)

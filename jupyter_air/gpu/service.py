@@ -172,7 +172,6 @@ class GpuService:
     async def idle(self) -> dict:
         """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and
         the Ray nodes that notebooks keep for their next call (read now)."""
-
         held = await asyncio.get_running_loop().run_in_executor(None, held_nodes)
         kernel_pids, kernel_paths = await self._kernels() if held else ({}, {})
         node_holders = []

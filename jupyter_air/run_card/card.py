@@ -59,7 +59,6 @@ def header_from_run(
     tracking, info, *, world_size: int, gpus: int, nodes: int = 1, job_run_id: str | None = None
 ) -> Header:
     """The card's fixed part for a run created elsewhere (job ``job_run_id``'s), from its ``info`` and the store."""
-
     found = links(info.experiment_id, info.run_id)
     experiment = tracking.get_experiment(info.experiment_id).name
     described = RunRef(info.run_id, info.run_name, found.run, experiment, found.experiment)

@@ -252,7 +252,6 @@ class JupyterAir(ExtensionApp):
         """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
         store exists. Socket folders that dead servers left behind are removed now. Kernels and terminals get the
         store in MLFLOW_TRACKING_URI: plain MLflow in a notebook tracks where calls, the panel and the UI look."""
-
         for folder in remove_stale_folders():
             self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
         self.mlflow_ui = MlflowUi(self.log, retry=StartRetry(self.mlflow_ui_retry_seconds))

@@ -38,7 +38,6 @@ class PanelHandler(BaseHandler):
     @property
     def local_jobs(self):
         """The jobs under AIR_HOME (and the schedules that fire them)."""
-
         return self.settings.setdefault("jupyter_air_local_jobs", JobsView(air_home_path(), self.base_url))
 
     @property
@@ -50,7 +49,6 @@ class PanelHandler(BaseHandler):
     @property
     def schedules(self):
         """The team's job service's schedules when it answers the jobs, else those under AIR_HOME."""
-
         service = self.settings.get("jupyter_air_jobs")
         return (
             service.schedules

@@ -202,7 +202,6 @@ class IdleHolderChecks:
     async def _nodes(self, kernels) -> list:
         """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why) or
         its tables cannot be read (said once while it lasts): this server's own node is checked all the same."""
-
         if self.cluster is None:
             return []
         try:

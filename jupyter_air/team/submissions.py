@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jupyter_air.cluster.address import configured_address
 from jupyter_air.cluster.errors import BadAddress
+from jupyter_air.error_kinds import BAD_INPUT, ErrorKind
 from jupyter_air.tracking.sharing import ShareError, claim
 from jupyter_air.workloads.jobs import SubmitError
 from jupyter_air.workloads.jobs_view import JobsView
@@ -54,7 +55,7 @@ def submit_sent(view: JobsView, body: dict) -> dict:
     try:
         claim(workload["experiment_name"], view.jobs.owner, view.token or "", location)
     except ShareError as err:
-        _refuse(label, f"experiment_name: {err}", 2 if err.bad_input else 1)
+        _refuse(label, f"experiment_name: {err}", err.kind)
     if "schedule" in workload:
         return keep(view.jobs, resolved, view.jobs.owner)
     return view.detail(view.jobs.start(resolved))
@@ -88,5 +89,5 @@ def _remote(location: str) -> bool:
     return found is not None and found.group(1).lower() != "file"
 
 
-def _refuse(label: str, why: str, code: int = 2) -> None:
-    raise SubmitError(f"invalid workload {label}:\n  {label}: {why}", [f"{label}: {why}"], code)
+def _refuse(label: str, why: str, kind: ErrorKind = BAD_INPUT) -> None:
+    raise SubmitError(f"invalid workload {label}:\n  {label}: {why}", [f"{label}: {why}"], kind)

@@ -100,7 +100,6 @@ def sum_nodes(client, run_id: str) -> None:
     """For a run whose nodes logged their energy (``system/node_<n>/gpu_<i>_energy_joules``): log the sum over
     nodes as ``system/total_energy_watt_hours``, and the run's ``air.energy_method`` (``mixed`` when the nodes
     differ) and ``air.energy_exclusive`` (false when any node's was)."""
-
     data = client.get_run(run_id).data
     latest = {m.key: m for m in data.metrics}
     if ENERGY_METRIC in latest:

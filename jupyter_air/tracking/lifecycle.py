@@ -130,7 +130,6 @@ class ManagedRun:
     ) -> ManagedRun:
         """Create a run with its tags and params; a run whose params cannot be logged is ended FAILED.
         ``tracking``: how the store is reached (default :func:`~jupyter_air.tracking.store.tracker`)."""
-
         tracking = tracking or tracker()
         run = tracking.create_run(experiment_id, run_name=run_name, tags=_tags(tags))
         managed = cls(tracking, run.info.run_id, run.info.experiment_id, run.info.run_name)
@@ -141,7 +140,6 @@ class ManagedRun:
     @classmethod
     def resume(cls, run_id: str, *, run_name: str | None, tags: Mapping[str, object], tracking=None) -> ManagedRun:
         """Take over an existing run (``MLFLOW_RUN_ID``): RUNNING again, renamed if asked, tags added."""
-
         tracking = tracking or tracker()
         run = tracking.get_run(run_id)
         tracking.update_run(run_id, status="RUNNING", name=run_name)
@@ -152,7 +150,6 @@ class ManagedRun:
     def adopt(cls, run_id: str, tracking_uri: str | None = None) -> ManagedRun:
         """The run ``run_id`` (in ``tracking_uri``, default this process's store), to end it for a process
         that can no longer (a supervisor found dead)."""
-
         tracking = tracker(tracking_uri)
         run = tracking.get_run(run_id)
         return cls(tracking, run_id, run.info.experiment_id, run.info.run_name, tracking_uri)
@@ -174,7 +171,6 @@ class ManagedRun:
     def start_system_metrics(self, node_id: str | None = None, gpu_source=None, gpus: list[str] | None = None) -> None:
         """Sample CPU, memory, disk, network and GPU into the run until it ends (a final sample included), with the
         energy of ``gpus`` (named as ``CUDA_VISIBLE_DEVICES`` names them; default: the visible ones)."""
-
         self._metrics = SystemMetrics(
             self.run_id,
             system_metrics_interval(),
@@ -218,7 +214,6 @@ class ManagedRun:
 
     def _sum_node_energy(self) -> None:
         """A run whose nodes sampled themselves (multi-node): their GPUs' energy summed into the run's total."""
-
         try:
             sum_nodes(self.client, self.run_id)
         except Exception as exc:  # noqa: BLE001 - the total is a convenience: the run must end whatever happens
@@ -240,7 +235,6 @@ class ManagedRun:
     def describe(self) -> None:
         """Fill in ``experiment_name``, and ``url`` and ``experiment_url``, the links that open the run and its
         experiment (None when no UI serving this store is known)."""
-
         self.experiment_name = self.client.get_experiment(self.experiment_id).name
         found = links(self.experiment_id, self.run_id)
         self.url, self.experiment_url = found.run, found.experiment

@@ -8,11 +8,7 @@ creating it. Blocking (MLflow reads): call it off the event loop. Answers are ke
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from jupyter_air.home import AirHomeError
 from jupyter_air.tracking import naming
@@ -20,6 +16,7 @@ from jupyter_air.tracking.answers import SharedAnswers, StoreVersion, store_uri
 from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import JOB_TAG, NODE_TAG, NOTEBOOK_TAG, SOURCE_TAG, default_experiment_name, node_name
+from jupyter_air.tracking.run_pages import ORDER, Cursor, Query, and_, newest_first, search_page, tag_pattern
 from jupyter_air.tracking.store import client, sqlite_path, store_errors
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -33,52 +30,6 @@ MAX_WINDOW_RUNS = 200
 UNVERSIONED_ANSWER_SECONDS = 0.5
 #: The same for the list of experiments, which costs as much as a search of runs.
 UNVERSIONED_EXPERIMENTS_SECONDS = 5.0
-_ORDER = ["attributes.start_time DESC"]
-#: Characters written as LIKE's one-character wildcard in a tag pattern: quotes and backslashes cannot be
-#: written in MLflow's filter syntax, and % and _ are LIKE's own; matches are then checked exactly.
-_UNSAFE_IN_PATTERN = set("'\"\\%_")
-
-
-class QueryError(ValueError):
-    """A query that cannot be answered as asked (a malformed page token); the message says how to fix it."""
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """Where a page ends: runs started before ``start_ms``, or at it but not among ``seen``."""
-
-    start_ms: int | None = None
-    seen: frozenset[str] = field(default_factory=frozenset)
-
-    def encode(self) -> str:
-        data = json.dumps({"t": self.start_ms, "s": sorted(self.seen)}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
-
-    @classmethod
-    def decode(cls, token: str | None) -> Cursor:
-        if not token:
-            return cls()
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            start_ms, seen = data["t"], data["s"]
-            if not isinstance(start_ms, int) or not all(isinstance(s, str) for s in seen):
-                raise TypeError
-        except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError):
-            raise QueryError(
-                f"page_token {token[:40]!r} is not one this server gave out: pass the next_page_token of an "
-                "earlier answer, or leave it out to start from the newest run."
-            ) from None
-        return cls(start_ms, frozenset(seen))
-
-    def consumed(self, run) -> bool:
-        return run.info.start_time == self.start_ms and run.info.run_id in self.seen
-
-
-@dataclass(frozen=True)
-class _Query:
-    experiment_ids: list[str]
-    filter: str
-    keep: Callable[[object], bool]
 
 
 class RunsQuery:
@@ -144,15 +95,15 @@ class RunsQuery:
             # A poll: the runs started since are few, so one search of them all, kept when they are the
             # notebook's, costs half the two searches below (a search costs MLflow ~4 ms of CPU whatever it finds).
             started = f"attributes.start_time >= {since_ms}"
-            runs, following = _page(client, [_Query(list(experiments), started, ours)], limit, cursor)
+            runs, following = search_page(client, [Query(list(experiments), started, ours)], limit, cursor)
         if since_ms is None or following is not None:
-            queries = [_Query(list(experiments), _tag_pattern(NOTEBOOK_TAG, paths), ours)]
+            queries = [Query(list(experiments), tag_pattern(NOTEBOOK_TAG, paths), ours)]
             if default_id is not None:
-                queries.append(_Query([default_id], "", ours))
+                queries.append(Query([default_id], "", ours))
             if since_ms is not None:
                 started = f"attributes.start_time >= {since_ms}"
-                queries = [_Query(q.experiment_ids, _and(q.filter, started), q.keep) for q in queries]
-            runs, following = _page(client, queries, limit, cursor)
+                queries = [Query(q.experiment_ids, and_(q.filter, started), q.keep) for q in queries]
+            runs, following = search_page(client, queries, limit, cursor)
         return {
             **answer,
             "runs": [run_json(r, experiments, self.base_url) for r in runs],
@@ -170,11 +121,11 @@ class RunsQuery:
         found, truncated = {}, False
         for active in (f"attributes.end_time >= {from_ms}", "attributes.status = 'RUNNING'"):
             batch = client.search_runs(
-                list(experiments), _and(started, active), max_results=MAX_WINDOW_RUNS, order_by=_ORDER
+                list(experiments), and_(started, active), max_results=MAX_WINDOW_RUNS, order_by=ORDER
             )
             truncated |= len(batch) == MAX_WINDOW_RUNS
             found.update({r.info.run_id: r for r in batch if _ours(r, node)})
-        runs = sorted(found.values(), key=_newest_first)[:MAX_WINDOW_RUNS]
+        runs = sorted(found.values(), key=newest_first)[:MAX_WINDOW_RUNS]
         return {**answer, "runs": [run_json(r, experiments, self.base_url) for r in runs], "truncated": truncated}
 
     def _experiments_of(self, client) -> dict[str, str]:
@@ -241,46 +192,6 @@ def _experiments(client) -> dict[str, str]:
         token = page.token
         if not token:
             return found
-
-
-def _page(client, queries: list[_Query], limit: int, cursor: Cursor):
-    """The newest ``limit`` runs after ``cursor`` over several queries (merged, no duplicates), and the cursor of
-    the next page (None at the end). Each query brings its newest ``limit`` runs not yet given out, so the
-    newest ``limit`` of their union are the page's."""
-    want = limit + len(cursor.seen)
-    considered, kept, cut = {}, set(), False
-    for query in queries:
-        filter_string = query.filter
-        if cursor.start_ms is not None:
-            filter_string = _and(filter_string, f"attributes.start_time <= {cursor.start_ms}")
-        batch = client.search_runs(query.experiment_ids, filter_string, max_results=want, order_by=_ORDER)
-        considered.update({run.info.run_id: run for run in batch})
-        kept.update(run.info.run_id for run in batch if query.keep(run))
-        cut |= len(batch) == want
-    ordered = [r for r in sorted(considered.values(), key=_newest_first) if not cursor.consumed(r)]
-    page = ordered[:limit]
-    shown = [r for r in page if r.info.run_id in kept]
-    if not page or (not cut and len(ordered) <= limit):
-        return shown, None
-    last = page[-1].info.start_time
-    seen = {r.info.run_id for r in page if r.info.start_time == last}
-    if last == cursor.start_ms:
-        seen |= cursor.seen
-    return shown, Cursor(last, frozenset(seen))
-
-
-def _tag_pattern(tag: str, values: Sequence[str]) -> str:
-    """A LIKE filter matching every value that ends with the shortest of ``values`` (a superset; check exactly)."""
-    suffix = "".join("_" if c in _UNSAFE_IN_PATTERN or not c.isprintable() else c for c in min(values, key=len))
-    return f"tags.`{tag}` LIKE '%{suffix}'"
-
-
-def _and(*clauses: str) -> str:
-    return " and ".join(c for c in clauses if c)
-
-
-def _newest_first(run) -> tuple[int, str]:
-    return -(run.info.start_time or 0), run.info.run_id
 
 
 def _ours(run, node: str) -> bool:

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
+from jupyter_air.error_kinds import BAD_INPUT, REFUSED_ELSEWHERE
+
 from .entities import TrackingError
 from .rest import RestTracking
 from .store import ensure_experiment
@@ -32,11 +34,13 @@ HOW_TO_SERVE = (
 
 
 class ShareError(Exception):
-    """A grant that cannot be made; ``bad_input`` when the user asked for something that cannot be (exit 2)."""
+    """A grant that cannot be made: bad input when the user asked for something that cannot be, else refused by the
+    tracking server."""
 
     def __init__(self, message: str, bad_input: bool = False):
         super().__init__(message)
         self.bad_input = bad_input
+        self.kind = BAD_INPUT if bad_input else REFUSED_ELSEWHERE
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,6 @@ def claim(experiment_name: str, user: str, token: str, artifact_location: str | 
     credentials: as ``user`` (their hub ``token``, which a tracking server taking hub tokens accepts) the experiment is
     created when missing, so that they manage it, and on one that exists they must hold EDIT or MANAGE. ShareError
     says what to ask for. Nothing to check in a local store; a server without the authentication app grants all."""
-
     uri = os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri.startswith(("http://", "https://")):
         return

@@ -147,7 +147,6 @@ def tracker(uri: str | None = None):
     the embedded store (started here if needed; MLflow's client in this process while it starts) or for another
     local store whose server runs (the Jupyter server's UI starts one for its store). Otherwise MLflow's client in
     this process, said once per process."""
-
     uri = uri or tracking_uri()
     plugin = os.environ.get("MLFLOW_TRACKING_AUTH")
     if is_remote(uri) and not plugin:
@@ -215,7 +214,6 @@ def ensure_experiment(name: str, artifact_location: str | None = None, tracking=
     In a local store the artifacts default to :func:`default_artifact_location` rather than
     MLflow's ``./mlruns`` relative to whatever the current directory happens to be.
     """
-
     if not name or not name.strip():
         raise ValueError("experiment name is empty: pass a name such as 'my-training'")
     tracking = tracking or tracker()

@@ -132,7 +132,6 @@ def gpu_choice() -> dict | None:
     """The GPU source this process was told to use (``JUPYTER_AIR_GPU_SOURCE``: the Jupyter server exports its own to
     its kernels and terminals) and its simulated GPU count, for the nodes of a multi-node call or attempt to sample
     the GPUs the server's panel shows; None when it was told none, so each node uses its own."""
-
     if not os.environ.get(SOURCE_ENV, "").strip():
         return None
     return {"kind": source_kind(), "count": simulated_gpus()}
@@ -141,7 +140,6 @@ def gpu_choice() -> dict | None:
 def _open_gpu_source(choice: dict | None):
     """The GPU source ``choice`` names, else the configured one (the same as the GPU panel's); None when this node
     has no usable GPU."""
-
     source = open_source(**choice) if choice else open_source()
     if source.available:
         return source

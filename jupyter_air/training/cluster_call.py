@@ -132,7 +132,6 @@ class ClusterCall:
     def release(self, overrides: dict[str, str]) -> None:
         """Let every node's ranks run with their node's environment, this kernel's ``MLFLOW_*`` and ``overrides``;
         each node samples its system metrics into the run from just before, unless the call said not to."""
-
         env = {**{k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}, **overrides}
         with self._lost_as_call_error():
             if self.options.log_system_metrics:

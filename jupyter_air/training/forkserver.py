@@ -82,7 +82,6 @@ class Server:
     def _leave_the_server(self, port: int | None) -> None:
         """In a new call process: close the server's pipes (so its owner sees them close with the server) and
         every reserved listener but its own."""
-
         self.events.close()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

@@ -43,7 +43,6 @@ _JOB_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED
 
 def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict, params: dict) -> str:
     """Submit the call as a job; its job run id. Fails before anything exists if the call cannot travel."""
-
     payload = pack(function, args, kwargs)
     call = {"options": {k: v for k, v in vars(options).items() if k not in ("experiment", "run_name", "remote")}}
     if options.nodes > 1 or options.ray_address:
@@ -77,7 +76,6 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
 
 def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
     """Show the job's card until it ends; each rank's result, or its DistributedError. An interrupt detaches."""
-
     jobs = Jobs()
     starting = starting or StartingCard(card_mode())
     card, readers = None, {}
@@ -125,7 +123,6 @@ def attach(run_or_job_id: str) -> list | dict:
 
 def follow_again(run_or_job_id: str) -> list:
     """:func:`attach`'s card and results by rank as the ranks returned them."""
-
     if run_or_job_id in _RECENT:
         data, results, exc = _RECENT[run_or_job_id]
         RunCard.show_snapshot(data, card_mode())
@@ -147,7 +144,6 @@ def follow_again(run_or_job_id: str) -> list:
 
 def cancel_run(run_id: str) -> bool:
     """The card's Stop for a remote call: cancel the job whose attempt ``run_id`` is; False for any other run."""
-
     job_run_id = _job_of_run(run_id, remote_only=True)
     if job_run_id is None:
         return False
@@ -206,7 +202,6 @@ def _ended_ms(job, run_id: str) -> int | None:
 
 def _new_lines(jobs, job, attempt: int, readers: dict, final: bool = False) -> list[tuple[int, str]]:
     """The ranks' new ``(rank, line)`` output, from the job's per-node logs (``[rank N] ...`` lines)."""
-
     lines = []
     for node in range(job.num_nodes):
         reader = readers.setdefault(node, LogCursor(jobs.log_dir(job, attempt, node)))

@@ -24,7 +24,6 @@ from jupyter_air.training.zygote import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, pr
 
 def main() -> None:
     """The zygote: ``argv[1]`` its socket, ``argv[2]`` its lock; ends at once when another holds the lock."""
-
     socket_file, lock = Path(sys.argv[1]), Path(sys.argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
@@ -115,7 +114,6 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
 
 def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[int, float | None]) -> int:
     """In a forked child: the caller's environment and folder, its pipes, and the fork server's loop."""
-
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     procs.work_for(owner[0])  # the GPU panel and a run's energy count its calls' processes as the kernel's
     folder = request["folder"]

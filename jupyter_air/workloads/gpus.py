@@ -27,7 +27,6 @@ class NodeGpus:
 def node_gpus() -> NodeGpus:
     """This node's GPUs from the one configured source (NVML, or the labelled simulated GPUs of a demo);
     a device that cannot be opened is not offered."""
-
     with opened() as source:
         usable = [(d.index, d.name or "") for d in source.devices if d.error is None]
         return NodeGpus(usable, None if usable else (source.reason or "no usable GPU"), source.name)

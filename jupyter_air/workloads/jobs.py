@@ -20,6 +20,7 @@ from typing import Any
 
 from jupyter_air.cluster.address import is_client
 from jupyter_air.cluster.errors import ClusterError
+from jupyter_air.error_kinds import BAD_INPUT, CONFLICT, NOT_FOUND, REFUSED_ELSEWHERE, ErrorKind
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
 
@@ -37,24 +38,30 @@ from .store import JobStore
 class JobNotFound(LookupError):
     """No job run with that id under this AIR_HOME."""
 
+    kind = NOT_FOUND
+
 
 class OutOfRange(LookupError):
     """An attempt or a node the job does not have; the message says which it has."""
+
+    kind = NOT_FOUND
 
 
 class NotActive(ValueError):
     """The job has already ended, so there is nothing to cancel."""
 
+    kind = CONFLICT
+
 
 class SubmitError(ValueError):
-    """A workload that cannot be submitted: ``problems`` lists every reason (``file:line: field: ...``),
-    ``code`` is 2 for invalid input, 1 when a valid workload cannot run (an unreachable cluster). Nothing was
-    created."""
+    """A workload that cannot be submitted: ``problems`` lists every reason (``file:line: field: ...``); its
+    ``kind`` is bad input, or refused elsewhere when a valid workload cannot run (an unreachable cluster). Nothing
+    was created."""
 
-    def __init__(self, message: str, problems: list[str], code: int = 2):
+    def __init__(self, message: str, problems: list[str], kind: ErrorKind = BAD_INPUT):
         super().__init__(message)
         self.problems = problems
-        self.code = code
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,6 @@ class Jobs:
 
     def __init__(self, home: Path | None = None, caller: Caller | None = None, directory: Directory | None = None):
         """``caller``: who asks (None: AIR_HOME's owner, may do all); ``directory``: whom grants may name."""
-
         self.home = Path(home) if home is not None else air_home_path()
         self.caller, self.directory = caller, directory or OwnerOnly(getpass.getuser())
         self._store: JobStore | None = None
@@ -129,7 +135,6 @@ class Jobs:
         """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs and its
         command's program checked) or a Ray cluster (its shape resolved into ``compute``); raises SubmitError.
         ``locate(problem, label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
-
         from .scale import ScaleError, plan
         from .spec import Compute
 
@@ -142,7 +147,7 @@ class Jobs:
         except ScaleError as err:
             raise _invalid(label, [where(str(err))]) from None
         except ClusterError as err:
-            raise SubmitError(str(err), [str(err)], code=1) from None
+            raise SubmitError(str(err), [str(err)], kind=REFUSED_ELSEWHERE) from None
         problems = grant_problems(spec.get("permissions", []), self.directory)
         notes, executor = [], scale.executor
         if executor == "local":
@@ -160,7 +165,7 @@ class Jobs:
             try:
                 ray_jobs.dashboard_url(scale.address)
             except ClusterError as err:
-                raise SubmitError(str(err), [str(err)], code=1) from None
+                raise SubmitError(str(err), [str(err)], kind=REFUSED_ELSEWHERE) from None
         return Resolved(spec, source, executor, notes)
 
     def submit_file(self, path: str | Path, *, overrides=(), ray_address=None, label=None, user=None, text=None) -> Job:
@@ -183,7 +188,6 @@ class Jobs:
 
     def start(self, resolved: Resolved, *, user: str | None = None, files: Mapping[str, bytes] | None = None) -> Job:
         """Record a resolved workload as a job and start its supervisor."""
-
         executor = executor_for(resolved.executor)
         store, user = self.store, user or self.owner
         job = store.create_job(resolved.workload, resolved.source, user, executor.name, tracking_uri())
@@ -196,7 +200,7 @@ class Jobs:
         except BaseException as err:
             store.finish(job.job_run_id, "FAILED", f"not started: {type(err).__name__}: {err}")
             if isinstance(err, ClusterError):
-                raise SubmitError(str(err), [str(err)], code=1) from None
+                raise SubmitError(str(err), [str(err)], kind=REFUSED_ELSEWHERE) from None
             raise
         return store.get(job.job_run_id)
 
@@ -223,7 +227,6 @@ class Jobs:
 
     def cancel(self, job_run_id: str) -> Job:
         """Stop an active job (it ends CANCELED, its attempt's run KILLED) and return it once it has ended."""
-
         job = self.get(job_run_id, "cancel")
         if not job.active:
             raise NotActive(f"job run {job_run_id} has already ended ({job.status}); there is nothing to cancel")
@@ -231,7 +234,6 @@ class Jobs:
 
     def reap(self) -> list[str]:
         """Fail the active jobs whose supervisor is gone (never creates the database); their ids."""
-
         store = self._existing()
         return [] if store is None else reap(store)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.growing import NEWLINE, GrowingFile, line_text
 from jupyter_air.home import DIR_MODE, FILE_MODE, open_private, private_dir
 
@@ -106,6 +107,8 @@ def _iter_lines(directory: Path) -> Iterator[LogLine]:
 
 class BadOffset(ValueError):
     """An offset that is not a place to read a log from; the message says which offsets are."""
+
+    kind = BAD_INPUT
 
 
 @dataclass

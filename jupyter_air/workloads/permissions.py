@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from jupyter_air.error_kinds import BAD_INPUT, FORBIDDEN
+
 from .records import Job, Schedule, now_ms
 from .store import JobStore
 
@@ -43,11 +45,15 @@ _DOING = {
 
 
 class Forbidden(PermissionError):
-    """The caller lacks the level an action needs (HTTP 403); the message names the job and whom to ask."""
+    """The caller lacks the level an action needs; the message names the job and whom to ask."""
+
+    kind = FORBIDDEN
 
 
 class BadGrant(ValueError):
-    """A grant that cannot be made as asked: unknown user, group or level, or IS_OWNER (exit 2, HTTP 400)."""
+    """A grant that cannot be made as asked: unknown user, group or level, or IS_OWNER."""
+
+    kind = BAD_INPUT
 
 
 @dataclass(frozen=True)

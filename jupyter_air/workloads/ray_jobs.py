@@ -76,7 +76,6 @@ def this_node_address() -> str:
 def submit(job_run_id: str, job_dir: Path, argv: list[str], address: str, metadata: dict[str, str]) -> str:
     """Submit the supervisor ``argv`` of ``job_run_id`` as a Ray Job (submission id = the job run id), run in the
     job's folder with its output in ``supervisor.log`` there; returns the job server's URL."""
-
     connect(address)
     url = dashboard_url(address)
     try:

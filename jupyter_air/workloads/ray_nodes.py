@@ -52,7 +52,6 @@ class RayNodes:
         Raises a ClusterError, before any run exists, when the cluster cannot be joined, can never hold the
         nodes, or spans hosts the tracking store cannot be reached from.
         """
-
         connect(self.address)
 
         def check_hosts(hosts: list[str]) -> None:
@@ -85,7 +84,6 @@ class RayNodes:
     def start(self, overrides: dict[str, str], run) -> None:
         """Start the command on every node with its node's environment plus ``overrides`` and the node variables;
         each node samples its system metrics into ``run`` (a ManagedRun) from just before its command starts."""
-
         for folder in self.log_dirs:
             private_dir(folder)
         with self._trouble_as_problem():

@@ -6,6 +6,8 @@ from __future__ import annotations
 import getpass
 import json
 
+from jupyter_air.error_kinds import NOT_FOUND
+
 from .cron import as_ms, next_fires
 from .driver_ticks import Driver, last_tick_ms, stalled
 from .jobs import Jobs, Resolved
@@ -18,6 +20,8 @@ SHOWN_FIRES = 20
 
 class ScheduleNotFound(LookupError):
     """No schedule of that name under this AIR_HOME."""
+
+    kind = NOT_FOUND
 
     def __init__(self, name: str, home: object):
         super().__init__(f"no schedule {name[:250]!r} under AIR_HOME {home}")

@@ -44,7 +44,6 @@ class SchedulesView:
     def run_now(self, name: str) -> dict:
         """Fire ``name`` once now, paused or not: the fire and its job (null when it was not submitted, the fire's
         ``reason`` says why); ScheduleNotFound, or Busy when it already has ``max_concurrent_runs`` jobs active."""
-
         fire = run_now(self.jobs.jobs, name)
         return {"fire": fire.to_json(), "job": self._job(fire.job_run_id)}
 

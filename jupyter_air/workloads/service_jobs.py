@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from jupyter_air.error_kinds import kind_of_status
 from jupyter_air.workloads.file_limits import read_limited, too_big
 from jupyter_air.workloads.jobs_view import workload_file
 
@@ -24,11 +25,12 @@ TIMEOUT_SECONDS = 30
 
 class ServiceAnswer(RuntimeError):
     """The job service refused a call (``status``, its message and, for a workload, every problem in ``errors``),
-    or could not be reached (502)."""
+    or could not be reached (502); its ``kind`` is the one of its status."""
 
     def __init__(self, status: int, message: str, errors: list[str] | None = None):
         super().__init__(message)
         self.status, self.errors = status, errors
+        self.kind = kind_of_status(status)
 
 
 class ServiceJobs:

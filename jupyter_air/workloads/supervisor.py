@@ -15,12 +15,13 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.cluster.errors import ClusterError
-from jupyter_air.home import SpaceReserve, UnusableDatabase, air_home, disk_full, full_disk_message, says_disk_full
+from jupyter_air.home import UnusableDatabase, air_home, disk_full, full_disk_message, says_disk_full
 from jupyter_air.tracking.lifecycle import ManagedRun
 from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, NODE_TAG, node_name
 from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 
 from .executor import ENVIRONMENT_FILE, executor_for
+from .full_disk import StateWrites
 from .records import Job, attempt_marker, now_ms
 from .run_logs import keep_logs
 from .runners import AttemptContext
@@ -35,10 +36,6 @@ _EXIT_HINTS = {
     126: " (a program that cannot be run: not executable, or a folder?)",
     127: " (command not found? check the spelling of the program and PATH)",
 }
-#: Seconds between two tries to record a job's end while the disk holding AIR_HOME is full.
-_FULL_DISK_RETRY_SECONDS = 2.0
-#: File in the job's folder holding some room on the disk, given back to record the job's end on a full disk.
-RESERVE = "space.reserve"
 #: Added to the reason of an attempt whose output could not be kept as its run's artifacts.
 NOT_UPLOADED = "its output was not uploaded to MLflow (no room on the disk); `air logs` shows it"
 
@@ -67,7 +64,7 @@ class Supervisor:
         self.user_umask = user_umask
         self.cancel = threading.Event()
         self.executor = executor_for(store.get(job_run_id))
-        self.reserve: SpaceReserve | None = None
+        self.writes: StateWrites | None = None
         self._open_run = None  # the attempt's ManagedRun until it has ended
         self.tracking = None
 
@@ -75,7 +72,7 @@ class Supervisor:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.cancel.set())
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        self.reserve = SpaceReserve(self.store.job_dir(self.job_run_id) / RESERVE)
+        self.writes = StateWrites(self.store.home, self.store.job_dir(self.job_run_id), self.job_run_id)
         try:
             try:
                 outcome = self._run(self.store.get(self.job_run_id))
@@ -83,12 +80,12 @@ class Supervisor:
                 with contextlib.suppress(OSError):  # this log may be on the full disk
                     traceback.print_exc()
                 outcome = Outcome("FAILED", error=self._failure(exc))
-                self._until_recorded(lambda: self._end_open_attempts(outcome))
-            self._until_recorded(
+                self.writes.until_recorded(lambda: self._end_open_attempts(outcome))
+            self.writes.until_recorded(
                 lambda: self.store.finish(self.job_run_id, outcome.status, outcome.error, outcome.exit_code)
             )
         finally:
-            self.reserve.release()
+            self.writes.reserve.release()
         return 0 if outcome.status == "SUCCEEDED" else 1
 
     def _failure(self, exc: Exception) -> str:
@@ -98,35 +95,6 @@ class Supervisor:
         if isinstance(exc, UnusableDatabase):
             return str(exc)
         return f"supervisor error: {type(exc).__name__}: {exc}"
-
-    def _until_recorded(self, write):
-        """Make a write of the job's state; while the disk is full, give back the reserve and try again every few
-        seconds, so the job ends with its reason once there is room (never as "supervisor is gone")."""
-        waiting = False
-        while True:
-            try:
-                return write()
-            except Exception as exc:
-                if not disk_full(exc, self.store.home):
-                    raise
-                if self.reserve is not None and self.reserve.release():
-                    continue
-                if not waiting:
-                    log.warning(
-                        "%s; job %s ends once there is room.", full_disk_message(self.store.home), self.job_run_id
-                    )
-                    waiting = True
-                time.sleep(_FULL_DISK_RETRY_SECONDS)
-
-    @contextlib.contextmanager
-    def _unless_disk_full(self):
-        """Writes about a running attempt (its PID, nodes, link) that a full disk skips: the attempt goes on."""
-        try:
-            yield
-        except Exception as exc:
-            if not disk_full(exc, self.store.home):
-                raise
-            log.warning("%s; the running attempt's details are not recorded", full_disk_message(self.store.home))
 
     def _run(self, job: Job) -> Outcome:
         if job.cancel_requested or self.cancel.is_set():
@@ -189,7 +157,7 @@ class Supervisor:
                 "MLFLOW_RUN_ID": run.run_id,
             }
             node.start(overrides, run)
-            with self._unless_disk_full():  # its output may fill the disk at once: the attempt's end says so
+            with self.writes.unless_disk_full():  # its output may fill the disk at once: the attempt's end says so
                 self.store.update_attempt(self.job_run_id, attempt, pid=node.pid, pid_started=node.started)
                 self._record_nodes(attempt, node)
                 if attempt == 0:
@@ -200,10 +168,10 @@ class Supervisor:
                 outcome = self._wait(node, spec.get("timeout_minutes"), attempt)
             finally:
                 node.finish()
-            self._until_recorded(lambda: self._record_nodes(attempt, node))
+            self.writes.until_recorded(lambda: self._record_nodes(attempt, node))
             self._end_run(run, node, job.user, attempt, outcome)
         self._open_run = None
-        self._until_recorded(
+        self.writes.until_recorded(
             lambda: self.store.update_attempt(
                 self.job_run_id,
                 attempt,
@@ -221,8 +189,8 @@ class Supervisor:
         is skipped."""
         error = outcome.error
         if outcome.disk_full:
-            self.reserve.release()
-            self._until_recorded(
+            self.writes.reserve.release()
+            self.writes.until_recorded(
                 lambda: self.store.finish(
                     self.job_run_id, outcome.status, outcome.error, outcome.exit_code, open_attempts="FAILED"
                 )
@@ -235,7 +203,7 @@ class Supervisor:
                 if not disk_full(exc, self.store.home):
                     raise
                 error = "; ".join(filter(None, [outcome.error, NOT_UPLOADED]))
-        self._until_recorded(lambda: run.end(_MLFLOW_STATUS[outcome.status], error))
+        self.writes.until_recorded(lambda: run.end(_MLFLOW_STATUS[outcome.status], error))
 
     def _record_nodes(self, attempt: int, node) -> None:
         if node.nodes is not None:
@@ -277,7 +245,6 @@ def main(argv: list[str]) -> None:
     """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
     AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
     from the job's folder, this process's PID recorded for a look at it when Ray cannot be asked)."""
-
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

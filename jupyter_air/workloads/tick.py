@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from jupyter_air.error_kinds import CONFLICT
 from jupyter_air.tracking.naming import SCHEDULE_TAG, SCHEDULED_TIME_TAG
 
 from . import driver_ticks
@@ -28,6 +29,8 @@ _TAG = f"""json_extract(workload, '$.tags."{SCHEDULE_TAG}"')"""
 
 class Busy(RuntimeError):
     """The schedule has ``max_concurrent_runs`` jobs active: a run-now would exceed it."""
+
+    kind = CONFLICT
 
 
 def tick(jobs: Jobs, now: int | None = None) -> list[Fire]:

@@ -46,7 +46,7 @@ def test_air_permissions_lists_the_owner_and_refuses_grants_it_cannot_make(air, 
     assert air.json("permissions", job) == listed
     # And an unknown job or schedule is named
     missing = air("permissions", "job-000000000000")
-    assert missing.returncode == 1 and "no job run 'job-000000000000'" in missing.stderr
+    assert missing.returncode == 2 and "no job run 'job-000000000000'" in missing.stderr
 
 
 def test_a_workload_granting_an_unknown_user_is_refused_at_its_line_and_creates_nothing(air, tmp_path):

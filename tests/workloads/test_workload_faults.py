@@ -186,8 +186,8 @@ def test_download_never_writes_where_another_user_prepared(shared_tmp, tracking_
     # When the log is downloaded to that shared folder
     result = air("logs", job_id, "--download-to", str(public))
 
-    # Then air refuses (status 1), naming the folder, and that user reads no secret
-    assert result.returncode == 1 and f"{public / job_id} belongs to another user (uid 65534)" in result.stderr
+    # Then air refuses (status 2: the folder given cannot be used), naming it, and that user reads no secret
+    assert result.returncode == 2 and f"{public / job_id} belongs to another user (uid 65534)" in result.stderr
     assert "hf_secret" not in as_nobody("cat", str(node / "output.log")).stdout
 
     # When the target is a folder of ours that others may write, Then it is refused, nothing written in it
@@ -195,7 +195,7 @@ def test_download_never_writes_where_another_user_prepared(shared_tmp, tracking_
     open_to_all.mkdir()
     open_to_all.chmod(0o777)
     result = air("logs", job_id, "--download-to", str(open_to_all))
-    assert result.returncode == 1 and "can be written by other users (mode 777)" in result.stderr
+    assert result.returncode == 2 and "can be written by other users (mode 777)" in result.stderr
     assert list(open_to_all.iterdir()) == []
 
     # When the target is a shared sticky folder where nobody prepared anything

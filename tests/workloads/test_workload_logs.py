@@ -76,14 +76,14 @@ def test_download_never_writes_outside_the_folder(followed, module_air, tmp_path
 
     # When the job id tries to climb out of the folder
     climb = module_air("logs", "../outside", "--download-to", str(target))
-    # Then it is refused as an unknown job run, and nothing is written anywhere
-    assert climb.returncode == 1 and "no job run '../outside'" in climb.stderr
+    # Then it is refused as an unknown job run (exit 2), and nothing is written anywhere
+    assert climb.returncode == 2 and "no job run '../outside'" in climb.stderr
 
     # When the folder holds a link named like the job that points outside
     (target / followed["job_id"]).symlink_to(outside)
     linked = module_air("logs", followed["job_id"], "--download-to", str(target))
-    # Then air refuses to write through it
-    assert linked.returncode == 1 and "symbolic link" in linked.stderr
+    # Then air refuses to write through it (exit 2: the folder given cannot be used)
+    assert linked.returncode == 2 and "symbolic link" in linked.stderr
     assert list(outside.iterdir()) == []
     assert [p.name for p in target.iterdir()] == [followed["job_id"]]
 

@@ -212,7 +212,7 @@ def test_bad_list_filter_and_unknown_job(module_air):
     result = module_air("list", "--filter", "stat=RUNNING")
     assert result.returncode == 2 and "did you mean 'status'?" in result.stderr
     missing = module_air("get", "job-000000000000")
-    assert missing.returncode == 1 and "no job run 'job-000000000000'" in missing.stderr
+    assert missing.returncode == 2 and "no job run 'job-000000000000'" in missing.stderr
 
 
 def test_a_job_id_without_its_prefix_is_named(finished, module_air):
@@ -220,8 +220,8 @@ def test_a_job_id_without_its_prefix_is_named(finished, module_air):
     job_id = finished["quick"].stdout.strip()
     for command in ("get", "logs", "cancel"):
         result = module_air(command, job_id.removeprefix("job-"))
-        # Then air exits 1 naming the id it probably means
-        assert result.returncode == 1 and f"did you mean '{job_id}'?" in result.stderr, result.stderr
+        # Then air exits 2 naming the id it probably means
+        assert result.returncode == 2 and f"did you mean '{job_id}'?" in result.stderr, result.stderr
     # And an id like none says how to list them
     assert "`air list --all-status` lists them" in module_air("get", "0123456789ab").stderr
 

@@ -52,7 +52,7 @@ GOALS = {
 }
 
 
-def _kernel_env(home: Path, code: Path | None = None) -> dict[str, str]:
+def kernel_env(home: Path, code: Path | None = None) -> dict[str, str]:
     code = str(code) if code else os.environ.get("AIR_BENCH_PYTHONPATH", str(ROOT))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "JPY_"))}
     return {**env, "AIR_HOME": str(home), "PYTHONPATH": code, "JUPYTER_AIR_GPU_SOURCE": "none"}
@@ -66,7 +66,7 @@ def timed_cells(home: Path, cells: list[str], timed: int, code: Path | None = No
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(home)}})
-    with client.setup_kernel(env=_kernel_env(home, code)):
+    with client.setup_kernel(env=kernel_env(home, code)):
         started = time.perf_counter()
         for index in range(timed):
             client.execute_cell(nb.cells[index], index)
@@ -84,8 +84,8 @@ def goals(folder: Path) -> None:
     for index, (goal, (cells, added_file, ratio_goal)) in enumerate(GOALS.items()):
         with baseline_checkout(added_file) as (old_code, commit):
             code = {"baseline": old_code, "now": ROOT}
-            homes = {name: _existing_store(folder / f"{index}-{name}", code[name]) for name in code}
-            start_resident_server(_kernel_env(homes["now"]))
+            homes = {name: existing_store(folder / f"{index}-{name}", code[name]) for name in code}
+            start_resident_server(kernel_env(homes["now"]))
             try:
                 for name in code:  # an earlier kernel's call: what stays resident after it is up (a day of work)
                     timed_cells(homes[name], cells, len(cells), code[name])
@@ -104,18 +104,18 @@ def goals(folder: Path) -> None:
 def _report(goal: str, figures: dict[str, list[float]], held: dict[str, str], commit: str, ratio_goal: float) -> None:
     bare = statistics.median(figures["import mlflow"])
     print(f"{goal}, back to back, fresh kernel, existing store (median of {GOAL_RUNS}):")
-    print(f"  bare `import mlflow` in a fresh kernel: {bare:.2f} s ({_runs(figures['import mlflow'])})")
+    print(f"  bare `import mlflow` in a fresh kernel: {bare:.2f} s ({listed(figures['import mlflow'])})")
     for name, label in (("baseline", f"baseline {commit}"), ("now", "now (AIR_HOME's resident processes up)")):
         median = statistics.median(figures[name])
         print(
-            f"  {label}: {median:.2f} s = {median / bare:.2f}x import mlflow ({_runs(figures[name])}); "
+            f"  {label}: {median:.2f} s = {median / bare:.2f}x import mlflow ({listed(figures[name])}); "
             f"the kernel then holds {held[name]}"
         )
     ratio = statistics.median(figures["now"]) / bare
     print(f"  goal <= {ratio_goal}x: {'met' if ratio <= ratio_goal else 'NOT met'} ({ratio:.2f}x)")
 
 
-def _runs(values: list[float]) -> str:
+def listed(values: list[float]) -> str:
     return ", ".join(f"{v:.2f}" for v in values)
 
 
@@ -127,7 +127,7 @@ def first_cell_seconds(home: Path, setup: str, cell: str, think: float) -> float
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(setup), nbformat.v4.new_code_cell(cell)])
     home.mkdir(parents=True, exist_ok=True)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(home)}})
-    with client.setup_kernel(env=_kernel_env(home)):
+    with client.setup_kernel(env=kernel_env(home)):
         client.execute_cell(nb.cells[0], 0)
         time.sleep(think)
         started = time.perf_counter()
@@ -135,16 +135,16 @@ def first_cell_seconds(home: Path, setup: str, cell: str, think: float) -> float
         return time.perf_counter() - started
 
 
-def _existing_store(folder: Path, code: Path | None = None) -> Path:
+def existing_store(folder: Path, code: Path | None = None) -> Path:
     home = folder / "existing"
-    env = _kernel_env(home, code)
+    env = kernel_env(home, code)
     code = "from jupyter_air.tracking.store import client; client()"
     # From a neutral folder: `python -c` puts the working folder first on sys.path, before PYTHONPATH's checkout.
     subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=tempfile.gettempdir())
     return home
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -152,8 +152,8 @@ def _free_port() -> int:
 
 def first_run_page_seconds(home: Path) -> float:
     """Seconds from a run existing to its MLflow UI page answering through a Jupyter server started earlier."""
-    port, token = _free_port(), "bench-first-use"
-    env = _kernel_env(home)
+    port, token = free_port(), "bench-first-use"
+    env = kernel_env(home)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -174,7 +174,7 @@ def first_run_page_seconds(home: Path) -> float:
     )
     try:
         base = f"http://127.0.0.1:{port}/"
-        _wait_for(lambda: _get(base + "jupyter-air/version", token), 60)
+        wait_for(lambda: answers_ok(base + "jupyter-air/version", token), 60)
         time.sleep(20)  # a person opens a notebook and starts training meanwhile
         made = subprocess.run(
             [
@@ -191,14 +191,14 @@ def first_run_page_seconds(home: Path) -> float:
         )
         run_id = made.stdout.strip()
         started = time.perf_counter()
-        _wait_for(lambda: _get(f"{base}mlflow/ajax-api/2.0/mlflow/runs/get?run_id={run_id}", token), 180)
+        wait_for(lambda: answers_ok(f"{base}mlflow/ajax-api/2.0/mlflow/runs/get?run_id={run_id}", token), 180)
         return time.perf_counter() - started
     finally:
         server.terminate()
         server.wait(30)
 
 
-def _get(url: str, token: str) -> bool:
+def answers_ok(url: str, token: str) -> bool:
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
@@ -207,7 +207,7 @@ def _get(url: str, token: str) -> bool:
         return False
 
 
-def _wait_for(check, seconds: float) -> None:
+def wait_for(check, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not check():
         if time.monotonic() > deadline:
@@ -231,8 +231,8 @@ def scenarios(folder: Path) -> None:
     from benchmarks.baseline import start_resident_server
 
     goals(folder / "goals")
-    existing = _existing_store(folder)
-    start_resident_server(_kernel_env(existing))  # as during a day of work (brand-new stores below start theirs)
+    existing = existing_store(folder)
+    start_resident_server(kernel_env(existing))  # as during a day of work (brand-new stores below start theirs)
     for name, (setup, cell) in SETUPS.items():
         for think in (0.0, 5.0):
             times = [first_cell_seconds(existing, setup, cell, think) for _ in range(RUNS)]

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_first_use import SETUPS, _existing_store, _kernel_env, timed_cells
+from benchmarks.bench_first_use import SETUPS, existing_store, kernel_env, timed_cells
 
 RUNS = 5
 GOAL_SECONDS = 0.3
@@ -25,7 +25,7 @@ def first_display(home: Path, setup: str, cell: str) -> tuple[float, float, str]
 
     # On Unix sockets beside the store (owner-only), not on loopback TCP ports
     manager = KernelManager(kernel_name="python3", transport="ipc", ip=str(home / "kernel"))
-    manager.start_kernel(env=_kernel_env(home), cwd=str(home))
+    manager.start_kernel(env=kernel_env(home), cwd=str(home))
     client = manager.client()
     client.start_channels()
     try:
@@ -53,9 +53,9 @@ def main() -> None:
 
     setup, cell = SETUPS[".distributed()"]
     with tempfile.TemporaryDirectory(prefix="air-bench-starting-") as tmp:
-        home = _existing_store(Path(tmp))
+        home = existing_store(Path(tmp))
         try:
-            start_resident_server(_kernel_env(home))
+            start_resident_server(kernel_env(home))
             timed_cells(home, [setup, cell], 2)  # an earlier kernel's call: its zygote stays up
             _report("a day of work", [first_display(home, setup, cell) for _ in range(RUNS)])
             cold = []

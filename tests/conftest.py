@@ -103,12 +103,14 @@ def fake_nvml(monkeypatch, fake_gpus, nvml_init_error, gpu_source_env) -> FakeNv
 
 @pytest.fixture
 def air_config() -> dict:
-    """``c.JupyterAir`` settings for the test server; fast enough for tests."""
+    """``c.JupyterAir`` settings for the test server; fast enough for tests. Nothing resident is started ahead (the
+    MLflow UI, the fork server zygote, which imports torch): the tests of those ask for them."""
     return {
         "sample_interval_seconds": 0.05,
         "idle_timeout_seconds": 60,
         "gpu_source": "nvml",
         "mlflow_ui_autostart": False,
+        "fork_zygote_at_start": False,
     }
 
 

@@ -55,6 +55,7 @@ class Server:
             *("--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}", "--ServerApp.allow_root=True"),
             *(f"--ServerApp.root_dir={self.root}", "--JupyterAir.gpu_source=none"),
             *("--JupyterAir.mlflow_ui_autostart=False", "--JupyterAir.job_check_interval_seconds=0"),
+            "--JupyterAir.fork_zygote_at_start=False",
             "--JupyterAir.idle_holder_minutes=0",
         ]
         with self.log.open("wb") as log:

@@ -15,16 +15,13 @@ from ..gpu.idle import IdleHolders
 from ..gpu.sampler import Sampler
 from ..gpu.service import GpuService
 from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
-from ..home import AirHomeError
 from ..programs import path_first
 from ..tracking.links import PUBLIC_URL_ENV
-from ..tracking.resident import remove_stale_folders
-from ..tracking.store import export_tracking_uri
-from ..tracking.ui_process import MlflowUi
-from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS, StartRetry
+from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS
 from ..workloads.service_jobs import JOBS_URL_ENV, ServiceJobs
+from .resident import ZygoteWarmup, mlflow_ui
 from .routes import handlers
-from .tasks import IdleHolderChecks, JobChecks, UiAutostart
+from .tasks import IdleHolderChecks, JobChecks
 from .terminals import set_up_terminals
 
 
@@ -74,6 +71,15 @@ class JupyterAir(ExtensionApp):
         "run creating it), and keep it up while this server runs, so run links open at once and kernels find it. "
         "False starts it on the first visit to {base_url}mlflow/ instead (10-20 s) unless a kernel or `air` "
         "started it already; it then stops after AIR_MLFLOW_IDLE_SECONDS (default 1800) without a request.",
+    )
+    fork_zygote_at_start = Bool(
+        True,
+        config=True,
+        help="Start AIR_HOME's fork server zygote in the background when the server starts (when torch is "
+        "installed), so the first .distributed() of a new kernel forks its ranks from a process that imported torch "
+        "already instead of waiting for the import. It serves every kernel of AIR_HOME and stops after "
+        "AIR_FORKS_IDLE_SECONDS (default 1800) with no kernel using it. False leaves it to the first kernel that "
+        "defines a @distributed function (saves its memory, about 225 MB, where no notebook runs calls).",
     )
     mlflow_ui_retry_seconds = Float(
         RETRY_SECONDS,
@@ -228,7 +234,9 @@ class JupyterAir(ExtensionApp):
             )
         if self.job_check_interval_seconds > 0:
             self._tasks.append(JobChecks(self.job_check_interval_seconds, self.log))
-        self._start_mlflow_ui()
+        self.mlflow_ui, ui_tasks = mlflow_ui(self.log, self.mlflow_ui_retry_seconds, self.mlflow_ui_autostart)
+        self.settings["jupyter_air_mlflow_ui"] = self.mlflow_ui
+        self._tasks += ui_tasks + ([ZygoteWarmup(self.log)] if self.fork_zygote_at_start else [])
         for task in self._tasks:
             task.start()
         self.log.info("jupyter_air: GPU source %r, sampling every %s s.", kind, self.sample_interval_seconds)
@@ -247,23 +255,6 @@ class JupyterAir(ExtensionApp):
         return ClusterGpu(
             address, kind, count, self.sample_interval_seconds, self.history_seconds, self.idle_timeout_seconds
         )
-
-    def _start_mlflow_ui(self) -> None:
-        """The embedded MLflow UI (AIR_HOME's resident MLflow server): on first use, or in the background once its
-        store exists. Socket folders that dead servers left behind are removed now. Kernels and terminals get the
-        store in MLFLOW_TRACKING_URI: plain MLflow in a notebook tracks where calls, the panel and the UI look."""
-        for folder in remove_stale_folders():
-            self.log.info("jupyter_air: removed %s, left by an MLflow server that is gone.", folder)
-        self.mlflow_ui = MlflowUi(self.log, retry=StartRetry(self.mlflow_ui_retry_seconds))
-        try:
-            self.log.info("jupyter_air: kernels and terminals track into %s.", export_tracking_uri())
-            usable = True
-        except AirHomeError as err:  # the rest of the extension works; the UI's first visit says why it cannot
-            self.log.error("jupyter_air: %s The MLflow UI cannot start until then.", err)
-            usable = False
-        self.settings["jupyter_air_mlflow_ui"] = self.mlflow_ui
-        if self.mlflow_ui_autostart and usable:
-            self._tasks.append(UiAutostart(self.mlflow_ui))
 
     def initialize_handlers(self) -> None:
         from ..tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s

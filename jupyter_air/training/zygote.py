@@ -2,7 +2,8 @@
 so the first ``.distributed()`` of a new kernel does not wait for that import.
 
 One per ``AIR_HOME``, Python, version of this code and of torch, and torch's load-time variables (:func:`key`),
-started by the first kernel that needs it, in a session of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid``
+started by the Jupyter server (``c.JupyterAir.fork_zygote_at_start``) or the first kernel that needs it, in a session
+of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid``
 (its PID and start time) while it lives and listens on ``<temporary folder>/jupyter-air-forks-<key>/forks.sock``: a
 folder of mode 0700, checked to be this user's before every use, never TCP; it takes connections of its own user only
 (``SO_PEERCRED``). A kernel sends it two pipe ends, its environment and working folder; the forked fork server then
@@ -27,13 +28,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from jupyter_air import procs
-from jupyter_air.home import FILE_MODE, air_home, open_private, private_dir
-from jupyter_air.tracking.resident import NOT_INHERITED, idle_seconds
+from jupyter_air import procs, residents
+from jupyter_air.home import FILE_MODE, air_home
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +92,16 @@ def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
         os.close(event_read)
         return None
     return request_write, event_read
+
+
+def warm() -> bool:
+    """Start AIR_HOME's zygote for this process's environment unless one runs, without waiting for it; True when
+    one was started."""
+    name = key()
+    if locked(lock_path(name)):
+        return False
+    _spawn(name)
+    return True
 
 
 def _reach(name: str, timeout: float) -> socket.socket | None:
@@ -156,25 +165,12 @@ def locked(path: Path) -> bool:
 
 
 def _spawn(name: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
-    env[IDLE_ENV] = str(idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
     code = (
         "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.zygote_process import main; main()"
     )
     package_parent = str(Path(__file__).resolve().parents[2])
-    home = air_home()
-    with open_private(private_dir(home / "logs") / LOG_NAME) as out:
-        process = subprocess.Popen(
-            [sys.executable, "-c", code, package_parent, str(socket_path(name)), str(lock_path(name))],
-            cwd=home,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,  # an interrupt of the kernel that started it is not for it
-        )
-    threading.Thread(target=process.wait, name="air-zygote-reaper", daemon=True).start()
-    return process
+    command = [sys.executable, "-c", code, package_parent, str(socket_path(name)), str(lock_path(name))]
+    return residents.start(command, LOG_NAME, (IDLE_ENV, DEFAULT_IDLE_SECONDS))
 
 
 def holder(lock: Path) -> tuple[int, float | None] | None:

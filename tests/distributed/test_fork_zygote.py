@@ -3,6 +3,7 @@ it serves each kernel as its own fork server would, it is this user's alone, and
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pathlib
@@ -170,3 +171,38 @@ def test_kernels_whose_torch_would_load_differently_use_different_zygotes(store,
     monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setenv("AIR_TEST_UNRELATED", "1")
     assert zygote.key() == base
+
+
+@pytest.fixture
+def jp_server_config(store, kernels_env, tmp_path, monkeypatch):
+    """A server with an AIR_HOME of its own that starts AIR_HOME's zygote when it starts (the default)."""
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
+    air = {"gpu_source": "none", "mlflow_ui_autostart": False, "job_check_interval_seconds": 0}
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_air": True}}, "JupyterAir": air}
+
+
+async def test_the_server_starts_the_zygote_its_kernels_first_calls_fork_from(jp_fetch, jp_serverapp, tmp_path):
+    home = tmp_path / "home"
+    # Given a server that has just started, with no kernel yet: AIR_HOME's zygote comes up
+    await asyncio.to_thread(until, lambda: [lock for lock in home.glob("forks-*.pid") if zygote.holder(lock)], 120)
+    lock, started = only_zygote(home)
+    body = json.dumps({"path": "a.ipynb", "type": "notebook", "name": "a.ipynb", "kernel": {"name": "python3"}})
+    session = json.loads((await jp_fetch("api", "sessions", method="POST", body=body)).body)
+    client = jp_serverapp.kernel_manager.get_kernel(session["kernel"]["id"]).client()
+    client.start_channels()
+    try:
+        # When a kernel of that server runs its first call
+        await client.wait_for_ready(timeout=120)
+        printed = []
+        reply = await client.execute_interactive(
+            CALL, timeout=300, output_hook=lambda m: printed.append(m["content"].get("text", ""))
+        )
+        assert reply["content"]["status"] == "ok", printed
+        seen = json.loads("".join(printed).strip().splitlines()[-1])  # the call's own lines come before
+        # Then its fork server was forked from the zygote the server started, and no other zygote was needed
+        assert (seen["parent"], seen["own"], "torch" in seen["held"]) == (started, False, False)
+        assert only_zygote(home) == (lock, started)
+    finally:
+        client.stop_channels()
+        await jp_fetch("api", "sessions", session["id"], method="DELETE")
+        zygote.stop(lock)

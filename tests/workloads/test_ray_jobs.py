@@ -85,6 +85,7 @@ def jupyter_server(air, root, ray_address: str):
         "--ServerApp.allow_root=True",
         f"--ServerApp.root_dir={root}",
         "--JupyterAir.mlflow_ui_autostart=False",
+        "--JupyterAir.fork_zygote_at_start=False",
         f"--JupyterAir.ray_address={ray_address}",
     ]
     log = open(root / "server.log", "wb")  # noqa: SIM115 - closed below, after the server

@@ -77,7 +77,7 @@ def jupyter_server(air, folder):
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--ServerApp.sock={socket}"]
         + ["--JupyterAir.job_check_interval_seconds=60", "--JupyterAir.gpu_source=none"]
-        + ["--JupyterAir.mlflow_ui_autostart=False"],
+        + ["--JupyterAir.mlflow_ui_autostart=False", "--JupyterAir.fork_zygote_at_start=False"],
         env=air.env,
         cwd=folder,
         stdout=subprocess.DEVNULL,

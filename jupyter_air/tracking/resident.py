@@ -17,16 +17,14 @@ import os
 import shutil
 import signal
 import socket as socketlib
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from jupyter_air import procs, scratch
-from jupyter_air.home import air_home, file_lock, open_private, private_dir
+from jupyter_air import procs, residents, scratch
+from jupyter_air.home import air_home, file_lock
 from jupyter_air.tracking.http_session import UnixConnection  # here, not in answers(): a thread's first import can race
 
 #: Seconds without a request after which the server stops (environment variable, and its default).
@@ -43,21 +41,11 @@ STUCK_AFTER_SECONDS = 600.0
 UNOWNED_STALE_SECONDS = 600.0
 #: The server's request log (and its warnings and errors) under ``AIR_HOME/logs``.
 LOG_NAME = "mlflow-ui.log"
-#: Variables a resident process never inherits from whoever started it: it belongs to no call, job or run.
-NOT_INHERITED = ("AIR_CALL_ID", "AIR_JOB_RUN_ID", "AIR_ATTEMPT", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID")
 
 
-def idle_seconds(name: str = IDLE_ENV, default: float = DEFAULT_IDLE_SECONDS) -> float:
-    """``$AIR_MLFLOW_IDLE_SECONDS`` (or ``$name``) or its default: how long a resident process stays idle before it
-    stops."""
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise ValueError(f"{name}={raw!r}: expected a positive number of seconds, e.g. {default:g}")
-    return value
+def idle_seconds() -> float:
+    """``$AIR_MLFLOW_IDLE_SECONDS`` or its default: how long the server stays idle before it stops."""
+    return residents.idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS)
 
 
 def embedded_uri(home: Path | None = None) -> str:
@@ -206,29 +194,17 @@ def _dead(folder: Path, made: float) -> bool:
 
 
 def _spawn(uri: str, record: Path) -> Server:
-    """Start ``python -m jupyter_air.tracking.ui_server`` detached (its own session, its output in its log)."""
+    """Start ``python -m jupyter_air.tracking.ui_server`` as a resident process of AIR_HOME."""
     home = air_home()
     folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))  # mode 0700
     socket = folder / SOCKET_NAME
-    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
-    env.update(
-        AIR_HOME=str(home),
-        MLFLOW_TRACKING_URI=uri,
-        MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false",  # MLflow's GenAI job runner: processes the UI does not need
-        TMPDIR=str(folder),  # MLflow's copies of uploads in progress: owner-only, and gone with the folder
-        **{IDLE_ENV: str(idle_seconds())},
-    )
+    env = {
+        "AIR_HOME": str(home),
+        "MLFLOW_TRACKING_URI": uri,
+        "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",  # MLflow's GenAI job runner: processes the UI does not need
+        "TMPDIR": str(folder),  # MLflow's copies of uploads in progress: owner-only, and gone with the folder
+    }
     command = [sys.executable, "-m", "jupyter_air.tracking.ui_server", str(socket), uri, str(record)]
-    with open_private(private_dir(home / "logs") / LOG_NAME) as log:
-        process = subprocess.Popen(
-            command,
-            cwd=home,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,  # an interrupt of the kernel or the terminal that started it is not for it
-        )
-    threading.Thread(target=process.wait, name="air-mlflow-server-reaper", daemon=True).start()
+    process = residents.start(command, LOG_NAME, (IDLE_ENV, DEFAULT_IDLE_SECONDS), env)
     started = scratch.claim(folder, process.pid)  # the server owns its socket folder (found dead by others)
     return Server(process.pid, started, str(socket), uri)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import FILE_MODE
-from jupyter_air.tracking.resident import idle_seconds
+from jupyter_air.residents import idle_seconds
 from jupyter_air.training import forkserver
 from jupyter_air.training.zygote import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
 

@@ -20,6 +20,7 @@ from ..tracking.sharing import availability, share
 from ..workloads import jobs_view
 from ..workloads.jobs_view import JobsView
 from ..workloads.schedules_view import SchedulesView
+from ..workloads.surfaces import JobsSurface, SchedulesSurface
 from .handlers import BaseHandler
 from .model_errors import Refused, call_model
 
@@ -41,13 +42,13 @@ class PanelHandler(BaseHandler):
         return self.settings.setdefault("jupyter_air_local_jobs", JobsView(air_home_path(), self.base_url))
 
     @property
-    def jobs(self):
+    def jobs(self) -> JobsSurface:
         """The team's job service (``ServiceJobs``) when ``c.JupyterAir.jobs_service_url`` names one, else the jobs
         under AIR_HOME."""
         return self.settings.get("jupyter_air_jobs") or self.local_jobs
 
     @property
-    def schedules(self):
+    def schedules(self) -> SchedulesSurface:
         """The team's job service's schedules when it answers the jobs, else those under AIR_HOME."""
         service = self.settings.get("jupyter_air_jobs")
         return (

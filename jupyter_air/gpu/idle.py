@@ -103,7 +103,8 @@ class IdleHolders:
             if kernel is None or kernel.busy or used < self.min_memory_mib * MIB:
                 continue
             since = max(kernel.last_activity_s, self._busy_s.get((node_id, gpu), known_s), known_s)
-            if now_s - since >= self.minutes * 60:
+            since_ms = int(since * 1000)  # judged in the milliseconds it is reported in, as the check's own time
+            if int(now_s * 1000) - since_ms >= self.minutes * 60_000:
                 rows.append(
                     {
                         "kernel_id": kernel_id,
@@ -113,7 +114,7 @@ class IdleHolders:
                         "gpu_index": gpu,
                         "used_memory_bytes": used,
                         "pids": pids,
-                        "idle_since_ms": int(since * 1000),
+                        "idle_since_ms": since_ms,
                     }
                 )
         return rows

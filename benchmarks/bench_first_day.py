@@ -39,7 +39,7 @@ RATIO_GOAL = 0.3
 def first_call_after_server_start(home: Path, warm: bool) -> tuple[float, str]:
     """Seconds of the definition and first call in a kernel started ``OPENING_SECONDS`` after a Jupyter server on
     ``home`` (with ``fork_zygote_at_start`` set to ``warm``), and what the kernel holds afterwards."""
-    from benchmarks.baseline import stop_resident_servers
+    from jupyter_air.training import zygote
 
     port, token = free_port(), "bench-first-day"
     server = subprocess.Popen(
@@ -62,8 +62,8 @@ def first_call_after_server_start(home: Path, warm: bool) -> tuple[float, str]:
     finally:
         server.terminate()
         server.wait(30)
-        for lock in home.glob("forks-*.pid"):  # the next run starts the day again: no zygote
-            stop_resident_servers(lock.parent)
+        for lock in home.glob("forks-*.pid"):  # the next run starts the day again: no zygote (the MLflow server stays)
+            zygote.stop(lock)
 
 
 def main() -> None:

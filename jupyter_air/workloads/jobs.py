@@ -20,7 +20,7 @@ from typing import Any
 
 from jupyter_air.cluster.address import is_client
 from jupyter_air.cluster.errors import ClusterError
-from jupyter_air.error_kinds import BAD_INPUT, CONFLICT, NOT_FOUND, REFUSED_ELSEWHERE, ErrorKind
+from jupyter_air.error_kinds import REFUSED_ELSEWHERE
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
 
@@ -28,40 +28,12 @@ from . import ray_jobs
 from .control import cancel, reap
 from .executor import executor_for
 from .gpus import check_local, local_count
+from .job_errors import JobNotFound, NotActive, OutOfRange, SubmitError, invalid
 from .logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
 from .permissions import Caller, Directory, OwnerOnly, Permissions, grant_problems, job_target
 from .records import Attempt, Job
 from .run_as import account_problem
 from .store import JobStore
-
-
-class JobNotFound(LookupError):
-    """No job run with that id under this AIR_HOME."""
-
-    kind = NOT_FOUND
-
-
-class OutOfRange(LookupError):
-    """An attempt or a node the job does not have; the message says which it has."""
-
-    kind = NOT_FOUND
-
-
-class NotActive(ValueError):
-    """The job has already ended, so there is nothing to cancel."""
-
-    kind = CONFLICT
-
-
-class SubmitError(ValueError):
-    """A workload that cannot be submitted: ``problems`` lists every reason (``file:line: field: ...``); its
-    ``kind`` is bad input, or refused elsewhere when a valid workload cannot run (an unreachable cluster). Nothing
-    was created."""
-
-    def __init__(self, message: str, problems: list[str], kind: ErrorKind = BAD_INPUT):
-        super().__init__(message)
-        self.problems = problems
-        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -145,7 +117,7 @@ class Jobs:
         try:
             scale = plan(compute, ray_address, local_count)
         except ScaleError as err:
-            raise _invalid(label, [where(str(err))]) from None
+            raise invalid(label, [where(str(err))]) from None
         except ClusterError as err:
             raise SubmitError(str(err), [str(err)], kind=REFUSED_ELSEWHERE) from None
         problems = grant_problems(spec.get("permissions", []), self.directory)
@@ -160,7 +132,7 @@ class Jobs:
         problem = executor_for(executor).command_problem(spec)
         problems += [problem] if problem else []
         if problems:
-            raise _invalid(label, [where(p) for p in problems])
+            raise invalid(label, [where(p) for p in problems])
         if executor == "ray-job":
             try:
                 ray_jobs.dashboard_url(scale.address)
@@ -286,8 +258,3 @@ class Jobs:
                 f"there is no attempt {attempt}"
             )
         return found
-
-
-def _invalid(label: str, problems: list[str]) -> SubmitError:
-    """The SubmitError of a workload found invalid after loading, worded as the loader words its own."""
-    return SubmitError(f"invalid workload {label}:\n" + "\n".join(f"  {p}" for p in problems), problems)

@@ -36,7 +36,7 @@ def jp_server_config(store):
             "jpserver_extensions": {"jupyter_air": True, "jupyter_server_proxy": True},
             "allow_origin": TRUSTED_ORIGIN,
         },
-        "JupyterAir": {"gpu_source": "none", "mlflow_ui_autostart": False},
+        "JupyterAir": {"gpu_source": "none", "mlflow_ui_autostart": False, "fork_zygote_at_start": False},
     }
 
 

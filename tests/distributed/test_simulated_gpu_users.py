@@ -91,6 +91,7 @@ def jp_server_config(store, monkeypatch):
         "sample_interval_seconds": 0.1,
         "idle_timeout_seconds": 60,
         "mlflow_ui_autostart": False,
+        "fork_zygote_at_start": False,  # the session's AIR_HOME has one zygote, its kernels' (test_fork_zygote)
         "job_check_interval_seconds": 0,
         "idle_holder_minutes": IDLE_SECONDS / 60,
         "idle_holder_check_seconds": 0.2,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from resident_servers import stop_all
 
 from jupyter_air.owned import NotOurs, private_folder, write_private
 
@@ -50,6 +51,7 @@ def open_parent(tmp_path):
     parent = Path(tempfile.mkdtemp(prefix="air-hub-test-"))
     parent.chmod(0o755)
     yield parent
+    stop_all(parent)  # users' servers start their AIR_HOME's zygote, resident by design: not left to its idle stop
     shutil.rmtree(parent, ignore_errors=True)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from ray_cluster import LocalCluster  # sets the environment Ray reads before Ray is imported
+from resident_servers import stop_all
 
 cluster = LocalCluster()
 try:
@@ -24,3 +25,4 @@ try:
     lab.wait()
 finally:
     cluster.shutdown()
+    stop_all(Path(os.environ["AIR_HOME"]))  # AIR_HOME's zygote and MLflow server, whatever the server's exit

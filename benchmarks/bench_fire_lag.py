@@ -51,8 +51,8 @@ def _driver(kind: str, home: Path, folder: Path) -> subprocess.Popen:
 def _lags(home: Path) -> tuple[list[int], list[int]]:
     """Per fire: due → claimed, due → its job row written (ms)."""
     os.environ["AIR_HOME"] = str(home)
-    from jupyter_air.workloads.jobs import Jobs
-    from jupyter_air.workloads.schedules import Schedules
+    from jupyter_air.workloads.jobs.jobs import Jobs
+    from jupyter_air.workloads.schedules.schedules import Schedules
 
     jobs = Jobs(home)
     fires = [f for s in Schedules(jobs).list(fires=FIRES) for f in s.fires if f.outcome == "SUBMITTED"]

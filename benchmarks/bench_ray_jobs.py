@@ -69,9 +69,9 @@ def _row(name: str, values: list[float], baseline: float | None) -> str:
 def submit_to_running(cluster: LocalCluster, folder: Path) -> None:
     from ray.job_submission import JobSubmissionClient
 
-    from jupyter_air.workloads.executor import supervisor_argv
-    from jupyter_air.workloads.jobs import Jobs
-    from jupyter_air.workloads.ray_jobs import entrypoint, pinned_here
+    from jupyter_air.workloads.jobs.jobs import Jobs
+    from jupyter_air.workloads.supervisor.executor import supervisor_argv
+    from jupyter_air.workloads.supervisor.ray_jobs import entrypoint, pinned_here
 
     workload = folder / "noop.yaml"
     workload.write_text(NOOP)
@@ -128,7 +128,7 @@ def remote_vs_local(cluster: LocalCluster) -> None:
 
 
 def cancel_two_nodes(cluster: LocalCluster, folder: Path) -> None:
-    from jupyter_air.workloads.jobs import Jobs
+    from jupyter_air.workloads.jobs.jobs import Jobs
 
     workload = folder / "sleep.yaml"
     workload.write_text(SLEEP)

@@ -21,8 +21,8 @@ def _ms(values: list[float]) -> str:
 
 
 def _store(folder: Path):
-    from jupyter_air.workloads.jobs import Jobs, Resolved
-    from jupyter_air.workloads.schedules import Schedules
+    from jupyter_air.workloads.jobs.jobs import Jobs, Resolved
+    from jupyter_air.workloads.schedules.schedules import Schedules
 
     jobs = Jobs(folder / "air")
     schedules = Schedules(jobs)
@@ -39,8 +39,8 @@ def _store(folder: Path):
 
 def _naive_tick(jobs, now: int) -> int:
     """Read every schedule and compute its next fire time from its expression (no due-time column)."""
-    from jupyter_air.workloads.cron import as_ms, next_fires
-    from jupyter_air.workloads.schedules import Schedules
+    from jupyter_air.workloads.file.cron import as_ms, next_fires
+    from jupyter_air.workloads.schedules.schedules import Schedules
 
     due = 0
     for schedule in Schedules(jobs).list():
@@ -50,8 +50,8 @@ def _naive_tick(jobs, now: int) -> int:
 
 
 def main() -> None:
-    from jupyter_air.workloads.records import now_ms
-    from jupyter_air.workloads.tick import tick
+    from jupyter_air.workloads.schedules.tick import tick
+    from jupyter_air.workloads.state.records import now_ms
 
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

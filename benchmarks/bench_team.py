@@ -35,8 +35,8 @@ class _Team:
 
 def fill(home: Path) -> None:
     """alice's ended jobs, bob granted CAN_VIEW on every other one."""
-    from jupyter_air.workloads.jobs import Jobs
-    from jupyter_air.workloads.permissions import Permissions, job_target
+    from jupyter_air.workloads.jobs.jobs import Jobs
+    from jupyter_air.workloads.state.permissions import Permissions, job_target
 
     store = Jobs(home).store
     workload = {"experiment_name": "team-bench", "command": "true", "compute": {"num_accelerators": 0}}
@@ -49,8 +49,8 @@ def fill(home: Path) -> None:
 
 def model_ms(home: Path) -> tuple[float, float]:
     """Median milliseconds of ``JobsView.list()`` for the owner (no caller) and for bob."""
-    from jupyter_air.workloads.jobs_view import JobsView
-    from jupyter_air.workloads.permissions import Caller
+    from jupyter_air.workloads.state.permissions import Caller
+    from jupyter_air.workloads.surfaces.jobs_view import JobsView
 
     def median_ms(view: JobsView, expected: int) -> float:
         times = []

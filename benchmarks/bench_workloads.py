@@ -74,7 +74,7 @@ def _command_started_seconds(env: dict, store, folder: Path) -> tuple[float, flo
 
 def goals(folder: Path) -> None:
     from benchmarks.baseline import baseline_checkout, start_resident_server, stop_resident_servers
-    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.state.store import JobStore
 
     with baseline_checkout() as (old_code, commit):
         envs, stores = {}, {}
@@ -167,7 +167,7 @@ def _follow_lag(env: dict, store, folder: Path) -> tuple[list[float], list[float
 
 def main() -> None:
     from benchmarks.baseline import start_resident_server, stop_resident_servers
-    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.state.store import JobStore
 
     with tempfile.TemporaryDirectory(prefix="bench-workloads-") as tmp:
         folder = Path(tmp)

@@ -15,9 +15,9 @@ import urllib.error
 import urllib.request
 
 from jupyter_air.team.stack import Hub
-from jupyter_air.workloads.jobs import Jobs
-from jupyter_air.workloads.logs import OUTPUT, node_dir
-from jupyter_air.workloads.service_jobs import ServiceJobs
+from jupyter_air.workloads.jobs.jobs import Jobs
+from jupyter_air.workloads.state.logs import OUTPUT, node_dir
+from jupyter_air.workloads.surfaces.team_jobs import ServiceJobs
 
 #: The service's own credentials, given in its secrets file (the SQLite store needs none: they are there to be kept).
 CREDENTIALS = {

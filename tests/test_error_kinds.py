@@ -11,12 +11,12 @@ from jupyter_air.home import AirHomeError, UnusableDatabase
 from jupyter_air.server.model_errors import http_error
 from jupyter_air.tracking.run_pages import QueryError
 from jupyter_air.tracking.sharing import ShareError
-from jupyter_air.workloads.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
-from jupyter_air.workloads.logs import BadOffset
-from jupyter_air.workloads.permissions import BadGrant, Forbidden
-from jupyter_air.workloads.schedules import ScheduleNotFound
-from jupyter_air.workloads.service_jobs import ServiceAnswer
-from jupyter_air.workloads.tick import Busy
+from jupyter_air.workloads.jobs.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
+from jupyter_air.workloads.schedules.schedules import ScheduleNotFound
+from jupyter_air.workloads.schedules.tick import Busy
+from jupyter_air.workloads.state.logs import BadOffset
+from jupyter_air.workloads.state.permissions import BadGrant, Forbidden
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer
 
 ANSWERS = [
     (JobNotFound("no job run 'job-0'"), 404, 2),

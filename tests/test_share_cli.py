@@ -172,9 +172,9 @@ def test_a_job_grant_gives_the_matching_experiment_grant_and_a_refused_one_chang
     auth_server, tmp_path, monkeypatch
 ):
     from jupyter_air.tracking.sharing import ShareError
-    from jupyter_air.workloads.access import Access
-    from jupyter_air.workloads.jobs import Jobs
-    from jupyter_air.workloads.permissions import Caller
+    from jupyter_air.workloads.jobs.jobs import Jobs
+    from jupyter_air.workloads.state.permissions import Caller
+    from jupyter_air.workloads.surfaces.access import Access
 
     class Team:  # the users a hub would know
         def has_user(self, name):

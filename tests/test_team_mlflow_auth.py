@@ -26,7 +26,7 @@ from tracking_servers import auth_tracking_server, create_user
 
 from jupyter_air.team.stack import Hub, free_port
 from jupyter_air.tracking.sharing import HUB_TOKENS
-from jupyter_air.workloads.service_jobs import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 ADMIN_PASSWORD = "admin-password-7d1"

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from jupyter_air.workloads.service_secrets import (
+from jupyter_air.workloads.supervisor.service_secrets import (
     SECRETS_FILE_ENV,
     SecretsError,
     read_secrets,

@@ -12,7 +12,7 @@ import psutil
 import pytest
 from team_calls import CREDENTIALS, PROBE, Listener, air, call, ended_job, finished, service, team_hub
 
-from jupyter_air.workloads.service_jobs import ServiceAnswer
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer
 
 
 @pytest.fixture(scope="module")

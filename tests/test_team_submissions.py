@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from jupyter_air.team.submissions import submit_sent
-from jupyter_air.workloads.jobs import SubmitError
-from jupyter_air.workloads.jobs_view import JobsView
-from jupyter_air.workloads.permissions import Caller
+from jupyter_air.workloads.jobs.jobs import SubmitError
+from jupyter_air.workloads.state.permissions import Caller
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
 
 
 class Team:

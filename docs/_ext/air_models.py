@@ -76,7 +76,7 @@ def _rows(model: type[BaseModel], schema: dict, definitions: dict, prefix: str) 
 
 
 class ModelFields(GeneratedMarkdown):
-    """``{air-model-fields} jupyter_air.workloads.spec.Workload``: one row per field, nested models' fields as
+    """``{air-model-fields} jupyter_air.workloads.file.spec.Workload``: one row per field, nested models' fields as
     ``compute.num_nodes``."""
 
     required_arguments = 1
@@ -116,7 +116,7 @@ class MagicHelp(GeneratedMarkdown):
 
 
 class Values(GeneratedMarkdown):
-    """``{air-values} jupyter_air.workloads.spec._RESERVED_ENV``: a collection's items, sorted, as code."""
+    """``{air-values} jupyter_air.workloads.file.spec._RESERVED_ENV``: a collection's items, sorted, as code."""
 
     required_arguments = 1
     optional_arguments = 0

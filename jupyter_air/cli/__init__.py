@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the `air` command line; returns the exit status (2 for invalid input)."""
     args = build_parser().parse_args(argv)
-    from jupyter_air.workloads.service_jobs import ServiceJobs
+    from jupyter_air.workloads.surfaces.team_jobs import ServiceJobs
 
     from . import commands, team_commands
 

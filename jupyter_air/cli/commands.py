@@ -16,10 +16,10 @@ from jupyter_air.format import duration, visible
 from jupyter_air.tracking.links import links
 from jupyter_air.tracking.sharing import ShareError
 from jupyter_air.tracking.sharing import share as grant
-from jupyter_air.workloads.job_json import job_detail, job_summary
-from jupyter_air.workloads.jobs import JobNotFound, Jobs, SubmitError
-from jupyter_air.workloads.logs import UnsafePath, download, tail
-from jupyter_air.workloads.records import ACTIVE, TERMINAL, Job
+from jupyter_air.workloads.jobs.jobs import JobNotFound, Jobs, SubmitError
+from jupyter_air.workloads.jobs.shapes import job_detail, job_summary
+from jupyter_air.workloads.state.logs import UnsafePath, download, tail
+from jupyter_air.workloads.state.records import ACTIVE, TERMINAL, Job
 
 from . import CliError, output, schedule_commands
 from .follow import emit, follow_attempt, latest_attempt, watch

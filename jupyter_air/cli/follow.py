@@ -8,10 +8,10 @@ import sys
 import time
 
 from jupyter_air.format import visible
-from jupyter_air.workloads.control import reap
-from jupyter_air.workloads.logs import LogCursor, LogLine, node_dir
-from jupyter_air.workloads.records import Job
-from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.state.logs import LogCursor, LogLine, node_dir
+from jupyter_air.workloads.state.records import Job
+from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor.control import reap
 
 from . import output
 

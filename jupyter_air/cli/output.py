@@ -1,4 +1,4 @@
-"""Rendering for `air`: JSON (its shapes are ``workloads.job_json``'s), and tables with colour only on a terminal,
+"""Rendering for `air`: JSON (its shapes are ``workloads.jobs.shapes``'s), and tables with colour only on a terminal,
 their control characters written out (a name cannot move the cursor or write the clipboard)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from jupyter_air.format import duration, visible
-from jupyter_air.workloads.records import Job
+from jupyter_air.workloads.state.records import Job
 
 _STATUS_STYLE = {
     "PENDING": "yellow",

@@ -1,5 +1,5 @@
 """`air permissions JOB_OR_SCHEDULE`: list who may use a job or a schedule, or grant a user or group a level on it
-(calls of ``workloads.access``, formatted)."""
+(calls of ``workloads.surfaces.access``, formatted)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import argparse
 from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.format import visible
 from jupyter_air.tracking.sharing import ShareError
-from jupyter_air.workloads.access import Access
-from jupyter_air.workloads.jobs import JobNotFound
-from jupyter_air.workloads.permissions import LEVELS, BadGrant, Forbidden
-from jupyter_air.workloads.schedules import ScheduleNotFound
+from jupyter_air.workloads.jobs.jobs import JobNotFound
+from jupyter_air.workloads.schedules.schedules import ScheduleNotFound
+from jupyter_air.workloads.state.permissions import LEVELS, BadGrant, Forbidden
+from jupyter_air.workloads.surfaces.access import Access
 
 from . import CliError, output
 

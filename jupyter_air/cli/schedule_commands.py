@@ -1,5 +1,5 @@
 """`air schedules ...`, `air scheduler`, and `air run -f` of a workload with a `schedule:`: calls of
-``workloads.schedules`` and ``workloads.tick``, formatted."""
+``workloads.schedules.schedules`` and ``workloads.schedules.tick``, formatted."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from datetime import datetime
 
 from jupyter_air.error_kinds import BAD_INPUT, CONFLICT
 from jupyter_air.format import duration, visible
-from jupyter_air.workloads.cron import shown
-from jupyter_air.workloads.jobs import Jobs, Resolved
-from jupyter_air.workloads.records import Fire, Schedule, now_ms
-from jupyter_air.workloads.schedules import ScheduleNotFound, Schedules, schedule_json, upcoming
-from jupyter_air.workloads.tick import tick
+from jupyter_air.workloads.file.cron import shown
+from jupyter_air.workloads.jobs.jobs import Jobs, Resolved
+from jupyter_air.workloads.schedules.schedules import ScheduleNotFound, Schedules, schedule_json, upcoming
+from jupyter_air.workloads.schedules.tick import tick
+from jupyter_air.workloads.state.records import Fire, Schedule, now_ms
 
 from . import CliError, output
 
@@ -183,7 +183,7 @@ def delete(schedules: Schedules, args: argparse.Namespace) -> int:
 
 
 def run_now(schedules: Schedules, args: argparse.Namespace) -> int:
-    from jupyter_air.workloads.tick import Busy, run_now
+    from jupyter_air.workloads.schedules.tick import Busy, run_now
 
     try:
         fire = run_now(schedules.jobs, args.name)

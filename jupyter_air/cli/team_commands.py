@@ -12,14 +12,14 @@ from pathlib import Path
 
 from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.format import visible
-from jupyter_air.workloads.driver_ticks import Driver
-from jupyter_air.workloads.file_limits import read_limited
-from jupyter_air.workloads.job_json import job_from_json
-from jupyter_air.workloads.jobs_view import MAX_LIMIT
-from jupyter_air.workloads.logs import LogLine
-from jupyter_air.workloads.records import Fire, Job, Schedule
-from jupyter_air.workloads.schedules import schedule_from_json
-from jupyter_air.workloads.service_jobs import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.file.limits import read_limited
+from jupyter_air.workloads.jobs.shapes import job_from_json
+from jupyter_air.workloads.schedules.driver_ticks import Driver
+from jupyter_air.workloads.schedules.schedules import schedule_from_json
+from jupyter_air.workloads.state.logs import LogLine
+from jupyter_air.workloads.state.records import Fire, Job, Schedule
+from jupyter_air.workloads.surfaces.jobs_view import MAX_LIMIT
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
 from . import CliError, commands, output, schedule_commands
 from .follow import emit

@@ -8,6 +8,8 @@ import time
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 
+from jupyter_air.workloads.surfaces.team_jobs import JOBS_URL_ENV, ServiceJobs
+
 from ..cluster.address import RAY_ADDRESS_ENV, configured_address
 from ..cluster.errors import BadAddress
 from ..gpu.cluster import ClusterGpu
@@ -18,7 +20,6 @@ from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_sou
 from ..programs import path_first
 from ..tracking.links import PUBLIC_URL_ENV
 from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS
-from ..workloads.service_jobs import JOBS_URL_ENV, ServiceJobs
 from .resident import ZygoteWarmup, mlflow_ui
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks

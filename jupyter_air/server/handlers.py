@@ -8,6 +8,8 @@ import tornado.web
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
+from jupyter_air.workloads.file.limits import MAX_FILE_BYTES
+
 from .. import __version__
 from ..cluster.held import request_release
 from ..format import byte_size
@@ -16,7 +18,6 @@ from ..home import AirHomeError, UnusableDatabase
 from ..tracking.links import run_page, ui_target
 from ..tracking.stops import PartOfJob, request_stop
 from ..training.remote import cancel_run
-from ..workloads.file_limits import MAX_FILE_BYTES
 from .model_errors import error_body
 
 #: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import tornado.web
 
+from jupyter_air.workloads.surfaces import jobs_view
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
+from jupyter_air.workloads.surfaces.protocols import JobsSurface, SchedulesSurface
+from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
+
 from ..home import air_home_path
 from ..tracking import runs_query
 from ..tracking.runs_query import RunsQuery
 from ..tracking.sharing import availability, share
-from ..workloads import jobs_view
-from ..workloads.jobs_view import JobsView
-from ..workloads.schedules_view import SchedulesView
-from ..workloads.surfaces import JobsSurface, SchedulesSurface
 from .handlers import BaseHandler
 from .model_errors import Refused, call_model
 

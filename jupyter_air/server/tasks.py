@@ -11,15 +11,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from tornado.ioloop import IOLoop, PeriodicCallback
 
+from jupyter_air.workloads.jobs.jobs import Jobs
+from jupyter_air.workloads.schedules.schedules import Schedules
+from jupyter_air.workloads.schedules.tick import tick
+
 from ..gpu.cluster import ClusterUnavailable
 from ..gpu.idle import KernelView
 from ..home import AirHomeError, UnusableDatabase, air_home_path, checked_air_home
 from ..tracking.resident import idle_seconds
 from ..tracking.stops import reap_dead_runs
 from ..training.call_runner import forget_old_results
-from ..workloads.jobs import Jobs
-from ..workloads.schedules import Schedules
-from ..workloads.tick import tick
 
 #: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
 #: between two looks at whether the UI still runs.

@@ -9,7 +9,7 @@ import ctypes
 import os
 from collections.abc import Iterable
 
-from jupyter_air.workloads.service_secrets import FILE_SECRETS, SECRETS_FILE_ENV
+from jupyter_air.workloads.supervisor.service_secrets import FILE_SECRETS, SECRETS_FILE_ENV
 
 
 class CredentialsInEnvironment(ValueError):

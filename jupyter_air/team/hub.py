@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote
 
-from jupyter_air.workloads.permissions import Caller
+from jupyter_air.workloads.state.permissions import Caller
 
 #: Seconds a question to the hub may take.
 TIMEOUT_SECONDS = 10

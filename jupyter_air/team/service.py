@@ -25,11 +25,11 @@ from jupyter_air.home import air_home
 from jupyter_air.server.handlers import QueryArguments
 from jupyter_air.server.model_errors import call_model
 from jupyter_air.server.tasks import JobChecks
-from jupyter_air.workloads.jobs_view import DEFAULT_LIMIT, MAX_LIMIT, JobsView
-from jupyter_air.workloads.run_as import RUN_AS_ENV
-from jupyter_air.workloads.run_logs import LOGS_ENV
-from jupyter_air.workloads.schedules_view import SchedulesView
-from jupyter_air.workloads.service_secrets import SERVICE_ENV, SecretsError, load_service_secrets
+from jupyter_air.workloads.supervisor.run_as import RUN_AS_ENV
+from jupyter_air.workloads.supervisor.run_logs import LOGS_ENV
+from jupyter_air.workloads.supervisor.service_secrets import SERVICE_ENV, SecretsError, load_service_secrets
+from jupyter_air.workloads.surfaces.jobs_view import DEFAULT_LIMIT, MAX_LIMIT, JobsView
+from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
 
 from .environ import CredentialsInEnvironment, check_no_credentials, forget
 from .hub import HubDirectory, caller_of

@@ -19,7 +19,7 @@ import time
 import urllib.request
 
 from jupyter_air.owned import write_private
-from jupyter_air.workloads.service_secrets import SECRETS_FILE_ENV
+from jupyter_air.workloads.supervisor.service_secrets import SECRETS_FILE_ENV
 
 #: Seconds the hub may take to answer (about 5 s on a quiet machine).
 START_SECONDS = 120

@@ -12,10 +12,10 @@ from jupyter_air.cluster.address import configured_address
 from jupyter_air.cluster.errors import BadAddress
 from jupyter_air.error_kinds import BAD_INPUT, ErrorKind
 from jupyter_air.tracking.sharing import ShareError, claim
-from jupyter_air.workloads.jobs import SubmitError
-from jupyter_air.workloads.jobs_view import JobsView
-from jupyter_air.workloads.loader import WorkloadError, load_workload
-from jupyter_air.workloads.schedules import keep
+from jupyter_air.workloads.file.loader import WorkloadError, load_workload
+from jupyter_air.workloads.jobs.jobs import SubmitError
+from jupyter_air.workloads.schedules.schedules import keep
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
 
 _SHAPE = 'send {"workload": "<the YAML>", "path": "<the file\'s absolute path>", "label": "<its name>"}'
 #: A URI of a store the service writes to over the network (``s3://``, ``gs://``, ``mlflow-artifacts://``...).

@@ -21,8 +21,8 @@ from jupyter_air.home import private_dir
 from jupyter_air.training.call_outcome import OUTCOME, write_outcome
 from jupyter_air.training.errors import DistributedError
 from jupyter_air.training.logs import RankLogTail
-from jupyter_air.workloads.logs import LogWriter, node_dir
-from jupyter_air.workloads.runners import AttemptContext, reserve_gpus
+from jupyter_air.workloads.state.logs import LogWriter, node_dir
+from jupyter_air.workloads.supervisor.runners import AttemptContext, reserve_gpus
 
 #: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
 PAYLOAD, CONTEXT = "payload.pkl", "context.json"
@@ -184,5 +184,5 @@ def forget_old_results(jobs_dir: Path, days: float = RESULT_DAYS) -> list[Path]:
 
 
 #: The ``call`` kind of work, plugged into the supervisor through the ``jupyter_air.kinds`` entry point:
-#: ``{place: runner factory}`` (:mod:`jupyter_air.workloads.kinds`).
+#: ``{place: runner factory}`` (:mod:`jupyter_air.workloads.supervisor.kinds`).
 RUNNERS = {"local": lambda context: CallRunner(context, "local"), "ray": lambda context: CallRunner(context, "ray")}

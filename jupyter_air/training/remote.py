@@ -30,8 +30,8 @@ from jupyter_air.training.errors import CallDetached, DistributedError
 from jupyter_air.training.launch_plan import world_size_for
 from jupyter_air.training.options import RunOptions
 from jupyter_air.training.pickling import call_context, pack
-from jupyter_air.workloads.jobs import JobNotFound, Jobs, NotActive
-from jupyter_air.workloads.logs import LogCursor
+from jupyter_air.workloads.jobs.jobs import JobNotFound, Jobs, NotActive
+from jupyter_air.workloads.state.logs import LogCursor
 
 #: Seconds between two looks at the job while following it.
 _POLL_SECONDS = 0.2

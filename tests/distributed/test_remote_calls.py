@@ -131,7 +131,7 @@ def test_a_remote_call_that_fails_raises_its_distributed_error_when_attached(sto
 def test_stop_on_a_remote_calls_card_cancels_its_job_leaving_no_process(store, runs_of, tmp_path):
     from jupyter_air.training import remote
     from jupyter_air.training.options import RunOptions
-    from jupyter_air.workloads.jobs import Jobs
+    from jupyter_air.workloads.jobs.jobs import Jobs
 
     # Given a remote call whose ranks run
     started = tmp_path / "started"

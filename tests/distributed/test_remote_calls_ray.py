@@ -71,7 +71,7 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray
     from ray.job_submission import JobSubmissionClient
 
     from jupyter_air import attach
-    from jupyter_air.workloads.jobs import Jobs
+    from jupyter_air.workloads.jobs.jobs import Jobs
 
     # Given a process that makes a remote call on 2 nodes of the cluster, whose 4 ranks run until released
     started, release = tmp_path / "started", tmp_path / "release"

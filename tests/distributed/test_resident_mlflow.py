@@ -215,8 +215,8 @@ SUPERVISED = """
 import sys
 from jupyter_air.home import air_home
 from jupyter_air.tracking.store import tracking_uri
-from jupyter_air.workloads.store import JobStore
-from jupyter_air.workloads.supervisor import Supervisor
+from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor.process import Supervisor
 
 spec = {
     "experiment_name": "supervised-rest", "command": "echo $MLFLOW_RUN_ID", "compute": {"num_accelerators": 0},
@@ -265,6 +265,6 @@ def test_air_run_and_its_supervisor_make_the_run_without_importing_mlflow(store,
 
 def _jobs():
     from jupyter_air.home import air_home
-    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.state.store import JobStore
 
     return JobStore(air_home()).list(active_only=False, limit=100)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_air.workloads.access import Access
-from jupyter_air.workloads.jobs import NotActive, OutOfRange, Resolved
-from jupyter_air.workloads.jobs_view import JobsView
-from jupyter_air.workloads.permissions import BadGrant, Caller, Forbidden
-from jupyter_air.workloads.schedules import ScheduleNotFound, Schedules
-from jupyter_air.workloads.tick import Busy, run_now
+from jupyter_air.workloads.jobs.jobs import NotActive, OutOfRange, Resolved
+from jupyter_air.workloads.schedules.schedules import ScheduleNotFound, Schedules
+from jupyter_air.workloads.schedules.tick import Busy, run_now
+from jupyter_air.workloads.state.permissions import BadGrant, Caller, Forbidden
+from jupyter_air.workloads.surfaces.access import Access
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
 
 #: Who may do what, as the permissions guide documents it (a literal, so a change to the code shows here).
 ALLOWED = {

@@ -20,10 +20,10 @@ from resident_servers import stop_all, until
 from workload_helpers import Air, write_workload
 
 from jupyter_air.tracking import resident
-from jupyter_air.workloads.control import cancel, reap
-from jupyter_air.workloads.jobs import Jobs, SubmitError
-from jupyter_air.workloads.permissions import Caller
-from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.jobs.jobs import Jobs, SubmitError
+from jupyter_air.workloads.state.permissions import Caller
+from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor.control import cancel, reap
 
 pytestmark = pytest.mark.skipif(shutil.which("runuser") is None or os.geteuid() != 0, reason="needs root")
 

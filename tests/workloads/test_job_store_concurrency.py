@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 
-from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.state.store import JobStore
 
 PROCESSES = 40
 ROUNDS = 3

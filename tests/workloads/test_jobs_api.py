@@ -12,7 +12,7 @@ import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 from workload_helpers import write_workload
 
-from jupyter_air.workloads.logs import OUTPUT, node_dir
+from jupyter_air.workloads.state.logs import OUTPUT, node_dir
 
 BAD = Path(__file__).parent / "bad"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from jupyter_air.workloads.logs import CHUNK_BYTES, OUTPUT, BadOffset, LogCursor, LogWriter, read_chunk
+from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, BadOffset, LogCursor, LogWriter, read_chunk
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jupyter_air.workloads.cron import CronProblem, check_expression, next_fires
+from jupyter_air.workloads.file.cron import CronProblem, check_expression, next_fires
 
 
 def local(text: str, zone: str) -> datetime:

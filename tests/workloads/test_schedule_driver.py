@@ -11,12 +11,12 @@ import pytest
 from workload_helpers import write_workload
 
 from jupyter_air.cli import main
-from jupyter_air.workloads.driver_ticks import Driver, stalled
-from jupyter_air.workloads.jobs import Jobs
-from jupyter_air.workloads.records import Schedule, now_ms
-from jupyter_air.workloads.schedules import Schedules
-from jupyter_air.workloads.store import JobStore
-from jupyter_air.workloads.tick import tick
+from jupyter_air.workloads.jobs.jobs import Jobs
+from jupyter_air.workloads.schedules.driver_ticks import Driver, stalled
+from jupyter_air.workloads.schedules.schedules import Schedules
+from jupyter_air.workloads.schedules.tick import tick
+from jupyter_air.workloads.state.records import Schedule, now_ms
+from jupyter_air.workloads.state.store import JobStore
 
 HOUR = 3_600_000
 T0 = round(datetime(2026, 1, 10, tzinfo=timezone.utc).timestamp() * 1000)

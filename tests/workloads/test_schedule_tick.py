@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from workload_helpers import write_workload
 
-from jupyter_air.workloads.jobs import Jobs
-from jupyter_air.workloads.schedules import Schedules
-from jupyter_air.workloads.tick import tick
+from jupyter_air.workloads.jobs.jobs import Jobs
+from jupyter_air.workloads.schedules.schedules import Schedules
+from jupyter_air.workloads.schedules.tick import tick
 
 SLEEPER = "python -c 'import time; time.sleep(120)'"
 

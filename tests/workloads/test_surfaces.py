@@ -7,10 +7,10 @@ import inspect
 
 import pytest
 
-from jupyter_air.workloads.jobs_view import JobsView
-from jupyter_air.workloads.schedules_view import SchedulesView
-from jupyter_air.workloads.service_jobs import ServiceJobs, ServiceSchedules
-from jupyter_air.workloads.surfaces import JobsSurface, SchedulesSurface
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
+from jupyter_air.workloads.surfaces.protocols import JobsSurface, SchedulesSurface
+from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
+from jupyter_air.workloads.surfaces.team_jobs import ServiceJobs, ServiceSchedules
 
 
 def positional(function) -> list[str]:

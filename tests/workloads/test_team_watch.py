@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jupyter_air.cli import team_commands
-from jupyter_air.workloads.service_jobs import ServiceJobs
+from jupyter_air.workloads.surfaces.team_jobs import ServiceJobs
 
 
 def attempt(number: int, status: str, error: str | None = None) -> dict:

@@ -8,9 +8,9 @@ import psutil
 import pytest
 from workload_helpers import Air, write_workload
 
-from jupyter_air.workloads.control import cancel
-from jupyter_air.workloads.run_logs import LOGS_ENV
-from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor.control import cancel
+from jupyter_air.workloads.supervisor.run_logs import LOGS_ENV
 
 LONG = "sleep 120 & sleep 120; echo never"
 #: A job whose output holds what only those allowed to read its logs may read.
@@ -52,7 +52,7 @@ def running(job):
 
 
 def supervisor_of(air: Air) -> psutil.Process:
-    return next(p for p in air.processes() if "jupyter_air.workloads.supervisor" in " ".join(p.cmdline()))
+    return next(p for p in air.processes() if "jupyter_air.workloads.supervisor.process" in " ".join(p.cmdline()))
 
 
 def told_secret(air: Air, job_id: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from workload_helpers import write_workload
 
-from jupyter_air.workloads.gpus import node_gpus
+from jupyter_air.workloads.supervisor.gpus import node_gpus
 
 pytestmark = pytest.mark.gpu
 

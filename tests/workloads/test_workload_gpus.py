@@ -6,7 +6,7 @@ import pytest
 from workload_helpers import write_workload
 
 from jupyter_air.cli import main
-from jupyter_air.workloads.gpus import check_compute, node_gpus
+from jupyter_air.workloads.supervisor.gpus import check_compute, node_gpus
 
 
 @pytest.mark.parametrize("nvml_init_error", ["LibraryNotFound"])
@@ -48,7 +48,7 @@ def test_wrong_accelerator_type_exits_2(air, tmp_path, fake_nvml, capsys):
 
 def test_reservations_never_share_a_gpu(air, tmp_path):
     # Given a store with two active jobs on a 3-GPU node
-    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.state.store import JobStore
 
     store = JobStore(air.home)
     spec = {"experiment_name": "e", "compute": {"num_accelerators": 2}, "max_retries": 0}

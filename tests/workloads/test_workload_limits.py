@@ -14,11 +14,11 @@ from workload_helpers import write_workload
 from jupyter_air.cli import main
 from jupyter_air.server.handlers import MAX_BODY_BYTES
 from jupyter_air.team.submissions import submit_sent
-from jupyter_air.workloads.file_limits import MAX_FILE_BYTES
-from jupyter_air.workloads.jobs import SubmitError
-from jupyter_air.workloads.jobs_view import JobsView
-from jupyter_air.workloads.permissions import Caller
-from jupyter_air.workloads.service_jobs import ServiceAnswer, ServiceJobs
+from jupyter_air.workloads.file.limits import MAX_FILE_BYTES
+from jupyter_air.workloads.jobs.jobs import SubmitError
+from jupyter_air.workloads.state.permissions import Caller
+from jupyter_air.workloads.surfaces.jobs_view import JobsView
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
 PLAIN_ENTRIES = 10_500
 LIMIT_WORDS = "a workload file may be at most 1 MB (1,000,000 bytes): keep data in files the command reads, not in it"

@@ -57,7 +57,7 @@ def test_a_killed_supervisor_keeps_the_output_and_the_workload_is_stopped_not_le
     ticking = "trap 'echo stopped by air; exit 143' TERM; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done"
     job_id = air.submit(write_workload(tmp_path, experiment_name="air-tests-orphan", command=ticking))
     air.wait(job_id, lambda j: j["status"] == "RUNNING")
-    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor" in " ".join(p.cmdline()))
+    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor.process" in " ".join(p.cmdline()))
 
     # When its supervisor is killed with SIGKILL and the workload goes on for a second
     supervisor.send_signal(signal.SIGKILL)
@@ -139,7 +139,7 @@ def test_a_job_database_from_an_earlier_version_gains_the_new_columns(tmp_path):
     # Given a jobs.db made before jobs recorded their tracking URI
     import sqlite3
 
-    from jupyter_air.workloads.store import JobStore
+    from jupyter_air.workloads.state.store import JobStore
 
     old = sqlite3.connect(tmp_path / "jobs.db")
     old.execute(
@@ -190,8 +190,8 @@ def test_a_failure_right_after_the_attempts_run_is_created_ends_that_run(
     tmp_path, tracking_uri, mlflow_client, monkeypatch
 ):
     # Given a job whose attempt cannot be recorded once its MLflow run exists (the job database fails)
-    from jupyter_air.workloads.store import JobStore
-    from jupyter_air.workloads.supervisor import Supervisor
+    from jupyter_air.workloads.state.store import JobStore
+    from jupyter_air.workloads.supervisor.process import Supervisor
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     store = JobStore(tmp_path / "air")

@@ -11,7 +11,7 @@ import pytest
 from waiting import eventually
 from workload_helpers import Air, write_workload
 
-from jupyter_air.workloads.store import JobStore
+from jupyter_air.workloads.state.store import JobStore
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def jp_server_config(home, air_config, fake_nvml, check_interval):
 
 
 def kill_supervisor(air: Air) -> None:
-    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor" in " ".join(p.cmdline()))
+    supervisor = next(p for p in air.processes() if "jupyter_air.workloads.supervisor.process" in " ".join(p.cmdline()))
     supervisor.send_signal(signal.SIGKILL)
     psutil.wait_procs([supervisor], timeout=5)
 

@@ -12,7 +12,7 @@ import yaml
 from workload_helpers import write_workload
 
 from jupyter_air.cli import main
-from jupyter_air.workloads.loader import WorkloadError, load_workload
+from jupyter_air.workloads.file.loader import WorkloadError, load_workload
 
 BAD = Path(__file__).parent / "bad"
 #: What a value that starts with '*', unquoted, is told (the line as it must be written follows).

@@ -1,0 +1,147 @@
+"""An attempt on several nodes of a Ray cluster, for the supervisor (the driver) with the interface of one node.
+
+One :class:`~jupyter_air.workloads.supervisor.agent.WorkloadAgent` per node (a STRICT_SPREAD placement group, made
+again for every attempt) runs the command with ``NODE_RANK``, ``NUM_NODES``, ``MASTER_ADDR`` and
+``MASTER_PORT`` set, so ``torchrun --nnodes $NUM_NODES --node_rank $NODE_RANK ...`` works unchanged. The one
+node-run driver (:class:`~jupyter_air.cluster.node_run.NodeRun`) starts, follows and stops the nodes and copies
+each node's output and timestamps into ``logs/attempt_<n>/node_<i>/`` under the job's folder, where ``air logs``
+reads them; this module adds what only an attempt has: each node's exit code, and the attempt's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from jupyter_air import procs
+from jupyter_air.cluster import node_run
+from jupyter_air.cluster.connect import connect, ray_module
+from jupyter_air.cluster.hosts import check_tracking, driver_host
+from jupyter_air.cluster.placement import REPLY_SECONDS, NodeGroup, bundle
+from jupyter_air.home import private_dir
+from jupyter_air.tracking.lifecycle import system_metrics_interval
+from jupyter_air.tracking.store import tracking_uri
+from jupyter_air.tracking.system_metrics import gpu_choice
+from jupyter_air.workloads.state.logs import OUTPUT, TIMESTAMPS, node_dir
+from jupyter_air.workloads.supervisor.agent import WorkloadAgent
+
+
+class RayNodes:
+    """The command of one attempt on ``compute.num_nodes`` nodes; see the module docstring."""
+
+    pid: int | None = None
+    started: float | None = None
+
+    def __init__(self, spec: dict, job_dir: Path, attempt: int, marker: dict[str, str], umask: int | None):
+        compute = spec["compute"]
+        self.spec = spec
+        self.address = compute["ray_address"]
+        self.count = compute["num_nodes"]
+        self.gpus = compute["gpus_per_node"]
+        self.marker = marker
+        self.umask = umask
+        self.log_dirs = [node_dir(job_dir, attempt, i) for i in range(self.count)]
+        self.work: node_run.NodeRun | None = None
+        self.problem: str | None = None
+
+    def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
+        """Reserve one bundle per node and start their actors (False when canceled while waiting for them).
+
+        Raises a ClusterError, before any run exists, when the cluster cannot be joined, can never hold the
+        nodes, or spans hosts the tracking store cannot be reached from.
+        """
+        connect(self.address)
+
+        def check_hosts(hosts: list[str]) -> None:
+            check_tracking(hosts, driver_host(), tracking_uri(), f"this workload on {self.count} node(s)")
+
+        group = NodeGroup.place(
+            WorkloadAgent,
+            self.count,
+            bundle(self.gpus, 1),
+            cancelled=cancel.is_set,
+            waiting=note,
+            check_hosts=check_hosts,
+        )
+        if group is None:
+            return False
+        copies = [{OUTPUT: d / OUTPUT, TIMESTAMPS: d / TIMESTAMPS} for d in self.log_dirs]
+        self.work = node_run.NodeRun(group, copies)
+        return True
+
+    @property
+    def exit_codes(self) -> list[int | None]:
+        return [state and state["exit_code"] for state in self.work.states]
+
+    @property
+    def nodes(self) -> list[dict]:
+        """Where each node ran and how its command ended, for ``air get``."""
+        infos = self.work.group.infos
+        return [{**info.to_json(), "exit_code": code} for info, code in zip(infos, self.exit_codes, strict=True)]
+
+    def start(self, overrides: dict[str, str], run) -> None:
+        """Start the command on every node with its node's environment plus ``overrides`` and the node variables;
+        each node samples its system metrics into ``run`` (a ManagedRun) from just before its command starts."""
+        for folder in self.log_dirs:
+            private_dir(folder)
+        with self._trouble_as_problem():
+            sampling = (run.run_id, overrides["MLFLOW_TRACKING_URI"], system_metrics_interval(), gpu_choice())
+            self.work.ask("sample_metrics", lambda node: sampling)
+            shared = {"NUM_NODES": str(self.count), "MASTER_ADDR": self.work.group.infos[0].ip}
+            shared["MASTER_PORT"] = str(self.work.port())
+            command, cwd = self.spec["command"], self.spec["code_source"]["root_path"]
+
+            def node_args(node: int) -> tuple:
+                return command, cwd, {**overrides, **shared, "NODE_RANK": str(node)}, self.marker, self.umask
+
+            self.work.start("start", node_args)
+
+    def wait(self, timeout: float) -> int | None:
+        """The attempt's exit status once every node's command ended (the first failing node's), else None.
+
+        A node that fails gives the others the driver's failure grace to end before they are stopped; a node
+        that is lost, or whose log cannot be written, sets :attr:`problem` (the supervisor then stops the rest).
+        """
+        with self._trouble_as_problem():
+            self.work.join(timeout)
+        states = self.work.states
+        if self.problem is None:
+            said = [(i, s["problem"]) for i, s in enumerate(states) if s and s["problem"]]
+            self.problem = f"{self.work.describe(said[0][0])}: {said[0][1]}" if said else None
+        if self.problem or self.work.running:
+            return None
+        codes = self.exit_codes
+        failed = [i for i, code in enumerate(codes) if code not in (None, 0)]
+        if failed:
+            first = failed[0]
+            self.problem = f"{self.work.describe(first)}: command exited with code {codes[first]}"
+            return codes[first]
+        return 0
+
+    def stop(self, grace_seconds: float = procs.TERM_GRACE_SECONDS) -> int | None:
+        """Stop the command on every node that answers; the exit status of the first node that ended badly."""
+        self.work.stop(grace_seconds)
+        return next((code for code in self.exit_codes if code not in (None, 0)), None)
+
+    def finish(self) -> None:
+        """Let every node's pump write the rest, copy it, then kill the actors and free the nodes (once)."""
+        if self.work is None or self.work.group.closed:
+            return
+        group = self.work.group
+        try:
+            refs = [agent.finish.remote() for agent in group.agents]
+            ray_module().wait(refs, num_returns=len(refs), timeout=REPLY_SECONDS)
+            self.work.poll(quiet=True)
+        finally:
+            group.close()
+
+    @contextlib.contextmanager
+    def _trouble_as_problem(self):
+        """A lost node, or an agent that raised, as the attempt's :attr:`problem` (the first one is kept)."""
+        try:
+            yield
+        except (node_run.NodeLost, node_run.NodeFailed) as exc:
+            if self.problem is None:
+                self.problem = str(exc)

@@ -1,6 +1,6 @@
 """The runs routes' polls kept while the store is unchanged, against a real Jupyter server and a real SQLite MLflow
 store: a poll that finds nothing new searches nothing, every change shows on the next poll, identical polls at
-once share one search."""
+once share one search, each node's timeline is answered apart."""
 
 from __future__ import annotations
 
@@ -133,3 +133,31 @@ async def test_an_unchanged_poll_is_answered_on_the_event_loop_by_the_servers_on
     # request, nothing sent off the event loop
     assert answers == [first] * 3 and [r["run_id"] for r in first["runs"]] == [run_id]
     assert searches == searched and made == [] and sent == []
+
+
+async def test_the_timeline_of_another_node_gets_that_nodes_runs_not_this_nodes_kept_answer(runs, mlflow_client):
+    from jupyter_air.tracking.naming import NODE_TAG, node_name
+
+    # Given runs of notebook calls in a window long past: on this node, on node gpu-b, and one recorded before runs
+    # named their node
+    experiment_id = mlflow_client.create_experiment(f"nodes-{uuid.uuid4().hex}")
+    start = 1_600_000_000_000
+
+    def run(node: str | None) -> str:
+        tags = {"air.source": "distributed", **({NODE_TAG: node} if node else {})}
+        made = mlflow_client.create_run(experiment_id, start_time=start, tags=tags)
+        mlflow_client.set_terminated(made.info.run_id, end_time=start + 1000)
+        return made.info.run_id
+
+    here, there, untagged = run(node_name()), run("gpu-b"), run(None)
+    window = {"from": start, "to": start + 2000}
+
+    # When the GPU panel's timeline asks for this node's window (kept by the server), then for node gpu-b's
+    local = await runs(**window)
+    remote = await runs(**window, node="gpu-b")
+
+    # Then each gets its node's runs alone (those recorded before runs named their node are this node's)
+    assert {r["run_id"] for r in local["runs"]} == {here, untagged} and local["node"] == node_name()
+    assert [r["run_id"] for r in remote["runs"]] == [there] and remote["node"] == "gpu-b"
+    # and naming this node is asking without a node
+    assert await runs(**window, node=node_name()) == local

@@ -64,7 +64,8 @@ class PanelHandler(BaseHandler):
 
 
 class RunsHandler(PanelHandler):
-    """``GET runs?notebook=<path>[&since=&limit=&page_token=]``, or ``GET runs?from=<ms>&to=<ms>``."""
+    """``GET runs?notebook=<path>[&since=&limit=&page_token=]``, or ``GET runs?from=<ms>&to=<ms>[&node=]`` (the
+    runs of the node named by its hostname, as runs name it; default: this server's)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
@@ -79,12 +80,14 @@ class RunsHandler(PanelHandler):
                 raise tornado.web.HTTPError(
                     400, "from=%d is after to=%d: give the earlier time as from.", from_ms, to_ms
                 )
-            answer = self.runs.window(from_ms, to_ms, wait=False) or await self.call(self.runs.window, from_ms, to_ms)
+            window = (from_ms, to_ms, self.get_query_argument("node", None) or None)
+            answer = self.runs.window(*window, wait=False) or await self.call(self.runs.window, *window)
         else:
             raise tornado.web.HTTPError(
                 400,
                 "Pass notebook=<the notebook's path, e.g. work/train.ipynb> for a notebook's runs, or "
-                "from=<epoch ms>&to=<epoch ms> for the runs active on this node in that window (not both).",
+                "from=<epoch ms>&to=<epoch ms>[&node=<hostname>] for the runs active on this node (or that one) in "
+                "that window (not both).",
             )
         self.finish(json.dumps(answer))
 

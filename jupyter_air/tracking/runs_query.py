@@ -1,5 +1,5 @@
-"""The runs the panels list: a notebook's runs, newest first and paged, and the runs active on this node in a
-time window. Knows nothing of HTTP.
+"""The runs the panels list: a notebook's runs, newest first and paged, and the runs active on a node (this one
+unless named) in a time window. Knows nothing of HTTP.
 
 Reads the Jupyter server's tracking store (its ``MLFLOW_TRACKING_URI``, else the embedded default), never
 creating it. Blocking (MLflow reads): call it off the event loop. Answers are kept while the store is unchanged
@@ -60,14 +60,15 @@ class RunsQuery:
         return self._answers.get(store_uri(), query, lambda: self._notebook(paths, since_ms, limit, page_token))
 
     @store_errors()
-    def window(self, from_ms: int, to_ms: int, wait: bool = True) -> dict | None:
-        """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on this node and active at
-        some time between ``from_ms`` and ``to_ms``, newest first (at most :data:`MAX_WINDOW_RUNS`); ``wait`` as
-        for ``notebook``."""
-        query = ("window", from_ms, to_ms)
+    def window(self, from_ms: int, to_ms: int, node: str | None = None, wait: bool = True) -> dict | None:
+        """Runs of jupyter_air (notebook calls, ``%%air_run``, ``air`` jobs) started on ``node`` (a hostname, as
+        runs name their node; default: this one) and active at some time between ``from_ms`` and ``to_ms``, newest
+        first (at most :data:`MAX_WINDOW_RUNS`); ``wait`` as for ``notebook``."""
+        node = node or node_name()
+        query = ("window", from_ms, to_ms, node)
         if not wait:
             return self._kept(query)
-        return self._answers.get(store_uri(), query, lambda: self._window(from_ms, to_ms))
+        return self._answers.get(store_uri(), query, lambda: self._window(from_ms, to_ms, node))
 
     def _kept(self, query: tuple) -> dict | None:
         try:
@@ -110,8 +111,7 @@ class RunsQuery:
             "next_page_token": following.encode() if following else None,
         }
 
-    def _window(self, from_ms: int, to_ms: int) -> dict:
-        node = node_name()
+    def _window(self, from_ms: int, to_ms: int, node: str) -> dict:
         answer = {"node": node, "from_ms": from_ms, "to_ms": to_ms, "ui_url": ui_root(self.base_url)}
         client = _client()
         experiments = self._experiments_of(client)
@@ -195,9 +195,9 @@ def _experiments(client) -> dict[str, str]:
 
 
 def _ours(run, node: str) -> bool:
-    """A run of jupyter_air started on ``node`` (runs recorded before the node tag existed count as local)."""
+    """A run of jupyter_air started on ``node`` (runs recorded before the node tag existed count as this one's)."""
     tags = run.data.tags
-    return source_of(tags) is not None and tags.get(NODE_TAG, node) == node
+    return source_of(tags) is not None and tags.get(NODE_TAG, node_name()) == node
 
 
 def _int(value: str | None) -> int | None:

@@ -22,7 +22,7 @@ import { HoldersModel } from './holders';
 import { GpuModel } from './model';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { GpuStatusItem } from './statusbar';
-
+// eslint-disable-next-line jupyter/prefer-lazy-imports
 import { RunTimeline } from './timeline';
 import { CommandIDs, DEFAULT_SETTINGS, IGpuModel, PLUGIN_ID, STATUS_BAR_PLUGIN_ID } from './tokens';
 // eslint-disable-next-line jupyter/prefer-lazy-imports

@@ -8,10 +8,13 @@ import type { IGpuModel } from './tokens';
 
 /**
  * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only
- * while the GPU panel (with its charts) is visible, it asks once for the runs of this node active in
- * the charts' window (`runs?from=&to=`): the whole window the first time, then only from the end of
- * the previous answer (runs that ended since, still run, or started since). So it makes at most one
- * extra request per GPU poll, never two at once, and none while the charts are hidden.
+ * while the GPU panel (with its charts) is visible, it asks once for the runs of the node the charts
+ * show (the payload's `node`, a hostname as runs name it) active in the charts' window
+ * (`runs?from=&to=&node=`): the whole window the first time, then only from the end of the previous
+ * answer (runs that ended since, still run, or started since). When the charts show another node (one
+ * chosen in a cluster), its runs are asked for afresh and an answer about the previous one is dropped.
+ * So it makes at most one extra request per GPU poll, never two at once, and none while the charts
+ * are hidden.
  */
 export class RunTimeline implements IDisposable {
   constructor(options: RunTimeline.IOptions) {
@@ -48,10 +51,14 @@ export class RunTimeline implements IDisposable {
   }
 
   private _onGpuChanged(): void {
+    const node = this._gpu.payload?.node ?? null;
+    if (node !== this._node) {
+      this._follow(node);
+    }
     const newest = this._gpu.newestSampleMs;
     const oldest = this._gpu.history.timestampsMs[0];
     const chartsShown = this._gpu.isVisibleTo('panel') && this._gpu.devices.length > 0;
-    if (!chartsShown || newest === null || oldest === undefined) {
+    if (!chartsShown || node === null || newest === null || oldest === undefined) {
       return;
     }
     if (this._inflight || newest === this._askedForNewest) {
@@ -60,17 +67,36 @@ export class RunTimeline implements IDisposable {
     this._askedForNewest = newest;
     this._inflight = true;
     const from = this._heldToMs === null ? oldest : Math.max(oldest, this._heldToMs);
-    void this._fetch(from, newest, oldest).finally(() => {
+    void this._fetch(node, from, newest, oldest).finally(() => {
       this._inflight = false;
+      if (node !== this._node && !this._disposed) {
+        this._onGpuChanged(); // the charts show another node since: ask for its runs now
+      }
     });
   }
 
-  private async _fetch(fromMs: number, toMs: number, oldestMs: number): Promise<void> {
+  /** The charts show `node` now (`null`: none): its runs replace the previous node's, from scratch. */
+  private _follow(node: string | null): void {
+    this._node = node;
+    this._askedForNewest = null;
+    this._heldToMs = null;
+    if (this._runs.length > 0) {
+      this._runs = [];
+      this._revision += 1;
+      this._changed.emit();
+    }
+  }
+
+  private async _fetch(
+    node: string,
+    fromMs: number,
+    toMs: number,
+    oldestMs: number
+  ): Promise<void> {
+    const endpoint = `runs?from=${fromMs}&to=${toMs}&node=${encodeURIComponent(node)}`;
     try {
-      const answer = await this._request<IRunWindowPayload>(`runs?from=${fromMs}&to=${toMs}`, {
-        method: 'GET'
-      });
-      if (this._disposed) {
+      const answer = await this._request<IRunWindowPayload>(endpoint, { method: 'GET' });
+      if (this._disposed || node !== this._node) {
         return;
       }
       const byId = new Map(this._runs.map(run => [run.run_id, run]));
@@ -95,6 +121,8 @@ export class RunTimeline implements IDisposable {
   private _disposed = false;
   private _gpu: IGpuModel;
   private _inflight = false;
+  /** The node whose runs are held (the charts' node), or `null`. */
+  private _node: string | null = null;
   private _request: Requester;
   private _revision = 0;
   private _runs: IRun[] = [];

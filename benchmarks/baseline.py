@@ -58,9 +58,9 @@ def start_resident_server(env: dict[str, str]) -> None:
 def stop_resident_servers(folder: Path) -> None:
     """Stop the MLflow servers and fork server zygotes of the AIR_HOMEs under ``folder``."""
     from jupyter_air.tracking import resident
-    from jupyter_air.training import zygote
+    from jupyter_air.training import zygote_client
 
     for record in folder.rglob("mlflow-server*.json"):
         resident.stop(record)
     for lock in folder.rglob("forks-*.pid"):
-        zygote.stop(lock)
+        zygote_client.stop(lock)

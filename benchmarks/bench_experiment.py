@@ -36,7 +36,8 @@ def fill_store(home: Path, root: Path, runs: int, start_ms: int, running: bool) 
     code = f"""
 import os, time
 from mlflow.entities import Metric, Param
-from jupyter_air.tracking.store import client, ensure_experiment
+from jupyter_air.tracking.store import client
+from jupyter_air.tracking.store import ensure_experiment
 c = client()
 experiment = ensure_experiment("/Users/bench/train")
 path = {str(root / NOTEBOOK)!r}

@@ -39,7 +39,7 @@ RATIO_GOAL = 0.3
 def first_call_after_server_start(home: Path, warm: bool) -> tuple[float, str]:
     """Seconds of the definition and first call in a kernel started ``OPENING_SECONDS`` after a Jupyter server on
     ``home`` (with ``fork_zygote_at_start`` set to ``warm``), and what the kernel holds afterwards."""
-    from jupyter_air.training import zygote
+    from jupyter_air.training import zygote_client
 
     port, token = free_port(), "bench-first-day"
     server = subprocess.Popen(
@@ -63,7 +63,7 @@ def first_call_after_server_start(home: Path, warm: bool) -> tuple[float, str]:
         server.terminate()
         server.wait(30)
         for lock in home.glob("forks-*.pid"):  # the next run starts the day again: no zygote (the MLflow server stays)
-            zygote.stop(lock)
+            zygote_client.stop(lock)
 
 
 def main() -> None:

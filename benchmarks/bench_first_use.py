@@ -46,7 +46,7 @@ GOALS = {
     "%load_ext + first %%air_run": (list(SETUPS["%%air_run"]), "jupyter_air/tracking/rest.py", 0.3),
     "@distributed + first no-op .distributed() on 2 CPU ranks": (
         list(SETUPS[".distributed()"]),
-        "jupyter_air/training/zygote.py",
+        "jupyter_air/training/zygote_client.py",
         0.6,
     ),
 }

@@ -8,9 +8,9 @@ except ImportError:  # a source checkout that was never built
     __version__ = "0.0.0+unknown"
 
 _LAZY = {
-    "distributed": "jupyter_air.training",
-    "DistributedError": "jupyter_air.training",
-    "attach": "jupyter_air.training",
+    "distributed": "jupyter_air.training.api",
+    "DistributedError": "jupyter_air.training.errors",
+    "attach": "jupyter_air.training.remote",
     "load_ipython_extension": "jupyter_air.magics",
     "unload_ipython_extension": "jupyter_air.magics",
 }
@@ -30,6 +30,8 @@ def _jupyter_labextension_paths():
 
 
 def _jupyter_server_extension_points():
+    # Lazy: the server extension (jupyter_server, tornado, its routes) takes 1.1 s to import, and every process that
+    # imports one module of this package (a kernel, a rank, `air`) imports this file.
     from .server.extension import JupyterAir
 
     return [{"module": "jupyter_air", "app": JupyterAir}]

@@ -10,7 +10,7 @@ import time
 import psutil
 
 from jupyter_air.tracking import resident
-from jupyter_air.training import zygote
+from jupyter_air.training import zygote_client
 
 
 def records(folder: pathlib.Path) -> list[pathlib.Path]:
@@ -28,7 +28,7 @@ def resident_pids(home: pathlib.Path) -> set[int]:
         pids.add(server.pid)
         with contextlib.suppress(psutil.Error):
             pids.update(child.pid for child in psutil.Process(server.pid).children(recursive=True))
-    return pids | {held[0] for lock in zygote_locks(home) if (held := zygote.holder(lock))}
+    return pids | {held[0] for lock in zygote_locks(home) if (held := zygote_client.holder(lock))}
 
 
 def zygote_locks(folder: pathlib.Path) -> list[pathlib.Path]:
@@ -40,7 +40,7 @@ def stop_all(folder: pathlib.Path) -> None:
     for record in records(folder):
         resident.stop(record)
     for lock in zygote_locks(folder):
-        zygote.stop(lock)
+        zygote_client.stop(lock)
 
 
 def until(predicate, timeout: float, step: float = 0.2) -> None:

@@ -108,7 +108,7 @@ def test_the_job_checks_log_a_damaged_job_database_once_in_one_line(home, caplog
 
     # When the check runs three times
     for _ in range(3):
-        checks._reap()
+        checks._check_home()
 
     # Then the problem is logged once, in one line naming the file, without a traceback
     (record,) = caplog.records
@@ -117,7 +117,7 @@ def test_the_job_checks_log_a_damaged_job_database_once_in_one_line(home, caplog
 
     # When the database is moved aside as the message says, Then the next check says the checks work again
     (home / "jobs.db").rename(home / "jobs.db.damaged")
-    checks._reap()
+    checks._check_home()
     assert caplog.records[-1].levelno == logging.INFO and "checked again" in caplog.records[-1].getMessage()
     checks.stop()
 
@@ -137,7 +137,7 @@ async def test_a_job_database_of_another_user_is_a_503_and_the_job_checks_log_it
     checks = JobChecks(5, logging.getLogger("test-job-checks"))
     caplog.set_level(logging.INFO, logger="test-job-checks")
     for _ in range(2):
-        checks._reap()
+        checks._check_home()
     (record,) = [r for r in caplog.records if r.name == "test-job-checks"]
     assert record.levelno == logging.WARNING and not record.exc_info and said in record.getMessage()
     assert (home / "jobs.db").read_text() == "" and sorted(os.listdir(home)) == ["jobs.db"], os.listdir(home)

@@ -21,7 +21,8 @@ from jupyter_air.workloads.jobs.shapes import job_detail, job_summary
 from jupyter_air.workloads.state.logs import UnsafePath, download, tail
 from jupyter_air.workloads.state.records import ACTIVE, TERMINAL, Job
 
-from . import CliError, output, schedule_commands
+from . import output, schedule_commands
+from .errors import CliError
 from .follow import emit, follow_attempt, latest_attempt, watch
 from .permission_commands import permissions
 

@@ -13,7 +13,8 @@ from jupyter_air.workloads.schedules.schedules import ScheduleNotFound
 from jupyter_air.workloads.state.permissions import LEVELS, BadGrant, Forbidden
 from jupyter_air.workloads.surfaces.access import Access
 
-from . import CliError, output
+from . import output
+from .errors import CliError
 
 #: What `air permissions` needs to grant, said when it is given half of it.
 GRANT_USAGE = "give --user or --group with --level or --revoke to grant; neither to list"

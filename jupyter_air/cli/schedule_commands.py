@@ -16,10 +16,11 @@ from jupyter_air.format import duration, visible
 from jupyter_air.workloads.file.cron import shown
 from jupyter_air.workloads.jobs.jobs import Jobs, Resolved
 from jupyter_air.workloads.schedules.schedules import ScheduleNotFound, Schedules, schedule_json, upcoming
-from jupyter_air.workloads.schedules.tick import tick
+from jupyter_air.workloads.schedules.tick import Busy, run_now, tick
 from jupyter_air.workloads.state.records import Fire, Schedule, now_ms
 
-from . import CliError, output
+from . import output
+from .errors import CliError
 
 #: Seconds between two reaps of dead supervisors by `air scheduler` (a dead job would hold max_concurrent_runs).
 REAP_SECONDS = 5.0
@@ -79,7 +80,7 @@ def dispatch(jobs: Jobs, args: argparse.Namespace) -> int:
     if args.action == "list":
         return list_schedules(schedules, args)
     try:
-        return {"get": get, "pause": pause, "resume": resume, "delete": delete, "run-now": run_now}[args.action](
+        return {"get": get, "pause": pause, "resume": resume, "delete": delete, "run-now": fire_now}[args.action](
             schedules, args
         )
     except ScheduleNotFound as err:
@@ -182,9 +183,7 @@ def delete(schedules: Schedules, args: argparse.Namespace) -> int:
     return _changed(schedules.delete(args.name), args, "deleted (jobs it started go on; `air cancel` stops them)")
 
 
-def run_now(schedules: Schedules, args: argparse.Namespace) -> int:
-    from jupyter_air.workloads.schedules.tick import Busy, run_now
-
+def fire_now(schedules: Schedules, args: argparse.Namespace) -> int:
     try:
         fire = run_now(schedules.jobs, args.name)
     except Busy as err:

@@ -21,7 +21,8 @@ from jupyter_air.workloads.state.records import Fire, Job, Schedule
 from jupyter_air.workloads.surfaces.jobs_view import MAX_LIMIT
 from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
-from . import CliError, commands, output, schedule_commands
+from . import commands, output, schedule_commands
+from .errors import CliError
 from .follow import emit
 from .permission_commands import GRANT_USAGE, show
 

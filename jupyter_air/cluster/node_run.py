@@ -4,10 +4,9 @@ Each node's agent (a :class:`~jupyter_air.cluster.agent.NodeAgent` of a :class:`
 ``start(...)`` the work, ``poll(offsets)`` for the new bytes of its files and whether it still runs or failed,
 ``wait()`` until it ended (the pending answer whose error is how Ray says the node died), ``stop(grace)``,
 ``sample_metrics(...)``. The driver keeps one pending ``wait()`` per node, copies each node's files as they grow,
-confirms a node it cannot reach before calling it lost (:class:`NodeLost`), gives the other nodes one grace once a
-node's work failed, and takes node 0's port from node 0's agent. What the work's owner makes of the answers (a call's
-results and root cause, an attempt's exit codes) stays with the owner.
-"""
+confirms a node it cannot reach before calling it lost (:class:`NodeUnreachable`), gives the other nodes one grace
+once a node's work failed, and takes node 0's port from node 0's agent. What the work's owner makes of the answers (a
+call's results and root cause, an attempt's exit codes) stays with the owner."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from .placement import REPLY_SECONDS, NodeGroup
 FAILURE_GRACE_SECONDS = 5.0
 
 
-class NodeLost(RuntimeError):
+class NodeUnreachable(RuntimeError):
     """A node stopped answering (its machine, raylet or actor died); ``node`` names it, ``reason`` says how."""
 
     def __init__(self, node: int, where: str, reason: str):
@@ -71,7 +70,7 @@ class NodeRun:
     ) -> list:
         """Every node's answer to ``agent.<method>(*args(node))``, in node order (None for nodes not asked).
 
-        Raises :class:`NodeLost` for a node that cannot answer, :class:`NodeFailed` for one whose agent raised.
+        Raises :class:`NodeUnreachable` for a node that cannot answer, :class:`NodeFailed` for one whose agent raised.
         """
         agents = self.group.agents
         chosen = range(len(agents)) if nodes is None else list(nodes)
@@ -86,7 +85,7 @@ class NodeRun:
 
     def join(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for a node to end, copy the new bytes, and stop the others once the
-        failure grace is over; raises :class:`NodeLost`."""
+        failure grace is over; raises :class:`NodeUnreachable`."""
         ray = ray_module()
         if self._waits:
             ready, _ = ray.wait(list(self._waits), num_returns=1, timeout=timeout)
@@ -143,12 +142,14 @@ class NodeRun:
             else:
                 raise exc
         if got.late:
-            raise NodeLost(got.late[0], self.describe(got.late[0]), f"it did not answer within {REPLY_SECONDS:g} s")
+            raise NodeUnreachable(
+                got.late[0], self.describe(got.late[0]), f"it did not answer within {REPLY_SECONDS:g} s"
+            )
         return got.values
 
     def _confirm(self, node: int, exc: BaseException) -> None:
-        """Return when the node's agent answers again (Ray calls some errors transient), else raise NodeLost."""
+        """Return when the node's agent answers again (Ray calls some errors transient), else raise NodeUnreachable."""
         if self.group.answers_again(node, exc):
             return
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise NodeLost(node, self.describe(node), f"its actor is gone ({type(exc).__name__}: {first[:300]})")
+        raise NodeUnreachable(node, self.describe(node), f"its actor is gone ({type(exc).__name__}: {first[:300]})")

@@ -35,8 +35,9 @@ _LATEST_ONLY_MS = 2**62
 log = logging.getLogger(__name__)
 
 
-class UnknownNode(LookupError):
-    """A node id the cluster does not have (or no longer lists)."""
+class NoSuchNode(LookupError):
+    """A ``node`` the server cannot answer for (the cluster does not list it, or there is no cluster); the message
+    says where to find the nodes there are."""
 
 
 class ClusterUnavailable(RuntimeError):
@@ -118,10 +119,13 @@ class ClusterGpu:
 
     async def answer(self, node_id: str | None, since_ms: int | None, refresh: bool) -> tuple[dict, Snapshot, list]:
         """``(node summary, its samples after since_ms, every node's summary)`` for ``node_id`` (default: the
-        server's own node, else the first reachable one). Raises ClusterUnavailable or UnknownNode."""
+        server's own node, else the first reachable one). Raises ClusterUnavailable or NoSuchNode."""
         await asyncio.get_running_loop().run_in_executor(self._executor, self._read_nodes)
         if node_id is not None and node_id not in self._nodes:
-            raise UnknownNode(node_id)
+            raise NoSuchNode(
+                f"No node {node_id[:100]!r} in the Ray cluster at {self.address}; GET jupyter-air/gpu lists them "
+                "under `nodes`."
+            )
         chosen = self._nodes.get(node_id) if node_id else self._default()
         detail = await self._fan_in(chosen, since_ms, refresh)
         summaries = [n.summary(self._server_node) for n in self._nodes.values()]

@@ -13,15 +13,11 @@ import socket
 from jupyter_air.cluster.held import holders as held_nodes
 
 from .attribution import attribute
-from .cluster import ClusterGpu, ClusterUnavailable, UnknownNode
+from .cluster import ClusterGpu, ClusterUnavailable, NoSuchNode
 from .history import Sample
 from .idle import IdleHolders
 from .sampler import Sampler, Snapshot
 from .types import SERIES_METRICS
-
-
-class NoSuchNode(LookupError):
-    """A ``node`` the server cannot answer for; the message says which nodes there are."""
 
 
 class GpuService:
@@ -72,11 +68,6 @@ class GpuService:
         cluster = {"address": self.cluster.address, "error": None}
         try:
             summary, snap, nodes = await self.cluster.answer(node, since, refresh)
-        except UnknownNode:
-            raise NoSuchNode(
-                f"No node {node[:100]!r} in the Ray cluster at {self.cluster.address}; GET jupyter-air/gpu lists "
-                "them under `nodes`."
-            ) from None
         except ClusterUnavailable as exc:  # this server's own GPUs, with the reason the others are missing
             self.sampler.touch()
             await self.sampler.ensure_fresh()

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from jupyter_air.notebook_links import in_jupyter_kernel
+from jupyter_air.jupyter_kernel import in_jupyter_kernel
 from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.render import card_json, render_html, render_text
 from jupyter_air.run_card.state import KILLED, CardState, Failure, Header, RunRef
@@ -117,6 +117,7 @@ class RunCard:
             return
         from IPython.display import display
 
+        # Lazy: the widget (ipywidgets) adds 57 ms, paid only by a kernel that shows cards as widgets
         from jupyter_air.run_card.widget import WIDGET_VIEW_MIMETYPE, RunCardWidget
 
         self._widget = RunCardWidget(card=data)

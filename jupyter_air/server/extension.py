@@ -1,4 +1,6 @@
-"""The Jupyter server extension: configuration (``c.JupyterAir.*``), the shared sampler, the routes, the MLflow UI."""
+"""The Jupyter server extension: its settings (``c.JupyterAir.*``), what it starts with the server and stops with it
+(the GPU sampler and the cluster's GPU panel, the job and idle-holder checks, the embedded MLflow UI, AIR_HOME's
+zygote, the terminals' set-up) and its routes."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from ..gpu.service import GpuService
 from ..gpu.sources import SIMULATED_GPUS_ENV, SOURCE_ENV, SOURCE_KINDS, open_source, simulated_gpus, source_kind
 from ..programs import path_first
 from ..tracking.links import PUBLIC_URL_ENV
+from ..tracking.proxy_handler import mlflow_handlers
 from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS
 from .resident import ZygoteWarmup, mlflow_ui
 from .routes import handlers
@@ -258,8 +261,6 @@ class JupyterAir(ExtensionApp):
         )
 
     def initialize_handlers(self) -> None:
-        from ..tracking.proxy_handler import mlflow_handlers  # lazy: jupyter-server-proxy (aiohttp) takes ~0.6 s
-
         self.handlers.extend(handlers(self.allow_proxy_route) + mlflow_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp) -> None:

@@ -1,4 +1,7 @@
-"""Thin authenticated Tornado handlers over the GPU service."""
+"""The extension's base handler (query arguments checked, errors answered as JSON, the GPU service) and its small
+routes: the GPU history and refresh, idle holders, held nodes' release, the version, a run's or experiment's page in
+the MLflow UI, a run's Stop, and the generic proxy route while it is off. The panels' routes are in
+:mod:`~jupyter_air.server.panel_handlers`."""
 
 from __future__ import annotations
 
@@ -9,15 +12,16 @@ from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado.ioloop import IOLoop
 
 from jupyter_air.workloads.file.limits import MAX_FILE_BYTES
+from jupyter_air.workloads.jobs.attempt_runs import cancel_remote_call
 
 from .. import __version__
 from ..cluster.held import request_release
 from ..format import byte_size
-from ..gpu.service import GpuService, NoSuchNode
+from ..gpu.cluster import NoSuchNode
+from ..gpu.service import GpuService
 from ..home import AirHomeError, UnusableDatabase
 from ..tracking.links import run_page, ui_target
 from ..tracking.stops import PartOfJob, request_stop
-from ..training.remote import cancel_run
 from .model_errors import error_body
 
 #: The latest time a query may name (epoch ms, the end of 9999): later ones overflow the stores' integers.
@@ -202,7 +206,7 @@ class RunStopHandler(BaseHandler):
         except PartOfJob as exc:
             raise tornado.web.HTTPError(409, "%s", str(exc)) from None
         if not requested:  # a remote call's card: its job is what stops
-            requested = await IOLoop.current().run_in_executor(None, cancel_run, run_id)
+            requested = await IOLoop.current().run_in_executor(None, cancel_remote_call, run_id)
         if not requested:
             raise tornado.web.HTTPError(
                 409,

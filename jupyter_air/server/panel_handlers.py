@@ -27,20 +27,24 @@ from .model_errors import Refused, call_model
 
 
 class PanelHandler(BaseHandler):
-    """Shared parsing, and the run and job models (made on first use, one per server)."""
+    """Shared parsing, and the run and job models: each made by the first request that needs it, one per server,
+    never per request."""
+
+    def _once(self, key: str, make):
+        model = self.settings.get(key)
+        if model is None:
+            model = self.settings[key] = make()
+        return model
 
     @property
-    def runs(self):
-        """The server's one ``RunsQuery``, which keeps the answers: made by the first request, never per request."""
-        runs = self.settings.get("jupyter_air_runs")
-        if runs is None:
-            runs = self.settings["jupyter_air_runs"] = RunsQuery(self.base_url)
-        return runs
+    def runs(self) -> RunsQuery:
+        """The server's one ``RunsQuery``, which keeps the answers."""
+        return self._once("jupyter_air_runs", lambda: RunsQuery(self.base_url))
 
     @property
-    def local_jobs(self):
+    def local_jobs(self) -> JobsView:
         """The jobs under AIR_HOME (and the schedules that fire them)."""
-        return self.settings.setdefault("jupyter_air_local_jobs", JobsView(air_home_path(), self.base_url))
+        return self._once("jupyter_air_local_jobs", lambda: JobsView(air_home_path(), self.base_url))
 
     @property
     def jobs(self) -> JobsSurface:
@@ -52,11 +56,9 @@ class PanelHandler(BaseHandler):
     def schedules(self) -> SchedulesSurface:
         """The team's job service's schedules when it answers the jobs, else those under AIR_HOME."""
         service = self.settings.get("jupyter_air_jobs")
-        return (
-            service.schedules
-            if service
-            else self.settings.setdefault("jupyter_air_schedules", SchedulesView(self.local_jobs))
-        )
+        if service:
+            return service.schedules
+        return self._once("jupyter_air_schedules", lambda: SchedulesView(self.local_jobs))
 
     async def call(self, function, *args):
         """Run a model call in the executor; its errors are answered as ``model_errors.http_error`` maps them."""

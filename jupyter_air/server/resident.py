@@ -8,12 +8,13 @@ import importlib.util
 import logging
 import threading
 
+from jupyter_air.training import zygote_client
+
 from ..home import AirHomeError
 from ..tracking.resident import remove_stale_folders
 from ..tracking.store import export_tracking_uri
 from ..tracking.ui_process import MlflowUi
 from ..tracking.ui_retry import StartRetry
-from ..training import zygote
 from .tasks import UiAutostart
 
 
@@ -49,7 +50,7 @@ class ZygoteWarmup:
 
     def _warm(self) -> None:
         try:
-            if zygote.warm():
+            if zygote_client.warm():
                 self.log.info("jupyter_air: started AIR_HOME's fork server zygote for the kernels' first calls.")
         except Exception as exc:  # noqa: BLE001 - a kernel's first call starts one itself and says what is wrong
             self.log.warning("jupyter_air: AIR_HOME's fork server zygote was not started ahead: %s", exc)

@@ -8,19 +8,20 @@ import asyncio
 import logging
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from tornado.ioloop import IOLoop, PeriodicCallback
 
 from jupyter_air.workloads.jobs.jobs import Jobs
 from jupyter_air.workloads.schedules.schedules import Schedules
 from jupyter_air.workloads.schedules.tick import tick
+from jupyter_air.workloads.state.kept_results import forget_old_results
 
 from ..gpu.cluster import ClusterUnavailable
 from ..gpu.idle import KernelView
 from ..home import AirHomeError, UnusableDatabase, air_home_path, checked_air_home
 from ..tracking.resident import idle_seconds
 from ..tracking.stops import reap_dead_runs
-from ..training.call_runner import forget_old_results
 
 #: Seconds between two looks for the embedded store (a stat call), to start its UI soon after the first run, and
 #: between two looks at whether the UI still runs.
@@ -80,7 +81,7 @@ class JobChecks:
             self._again = True  # the previous check (stopping a workload, uploading its logs) is still at work
             return
         self._again = False
-        self._running = self._executor.submit(self._reap)
+        self._running = self._executor.submit(self._check_home)
         self._running.add_done_callback(lambda _: self._loop.add_callback(self._check_again))
 
     def _check_again(self) -> None:
@@ -88,24 +89,18 @@ class JobChecks:
         if self._again and self._callback.is_running():
             self._check()
 
-    def _reap(self) -> None:
+    def _check_home(self) -> None:
+        """One check of AIR_HOME, its steps in this order; a problem that lasts is reported (``_report``), not
+        raised."""
         home = air_home_path()
         try:
             checked_air_home()  # another user's job database or run records are never acted on
             if self._jobs is None or self._jobs.home != home:
                 self._jobs = Jobs(home)  # never creates the job database
-            for job_run_id in self._jobs.reap():
-                self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
-            for fire in tick(self._jobs):  # after the reap: a dead job no longer counts against max_concurrent_runs
-                self.log.info("jupyter_air: schedule %s fired: %s %s", fire.name, fire.outcome, fire.job_run_id or "")
-            due = Schedules(self._jobs).next_due_ms()
-            if due is not None:
-                self._loop.add_callback(self._wake_at, due)
-            for run_id in reap_dead_runs(home):
-                self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
-            if (home / "jobs").is_dir():
-                for folder in forget_old_results(home / "jobs"):
-                    self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
+            self._end_dead_jobs()
+            self._fire_due_schedules()  # after the reap: a dead job no longer counts against max_concurrent_runs
+            self._end_dead_kernels_runs(home)
+            self._forget_old_results(home)
         except (UnusableDatabase, AirHomeError) as err:  # a broken or foreign AIR_HOME: one line, not a flood
             self._report(f"the jobs under AIR_HOME cannot be checked: {err}", traceback=False)
         except Exception as exc:  # noqa: BLE001 - the checks go on; the traceback is logged (rate-limited)
@@ -114,6 +109,27 @@ class JobChecks:
             if self._problem is not None:
                 self.log.info("jupyter_air: the jobs under %s are checked again.", home)
                 self._problem = None
+
+    def _end_dead_jobs(self) -> None:
+        for job_run_id in self._jobs.reap():
+            self.log.warning("jupyter_air: job %s failed: its supervisor is gone.", job_run_id)
+
+    def _fire_due_schedules(self) -> None:
+        """Fire what is due, and wake a check at the next due time."""
+        for fire in tick(self._jobs):
+            self.log.info("jupyter_air: schedule %s fired: %s %s", fire.name, fire.outcome, fire.job_run_id or "")
+        due = Schedules(self._jobs).next_due_ms()
+        if due is not None:
+            self._loop.add_callback(self._wake_at, due)
+
+    def _end_dead_kernels_runs(self, home: Path) -> None:
+        for run_id in reap_dead_runs(home):
+            self.log.warning("jupyter_air: MLflow run %s failed: its kernel died.", run_id)
+
+    def _forget_old_results(self, home: Path) -> None:
+        if (home / "jobs").is_dir():
+            for folder in forget_old_results(home / "jobs"):
+                self.log.info("jupyter_air: deleted the results of an old remote call, %s.", folder)
 
     def _report(self, problem: str, traceback: bool) -> None:
         now = time.monotonic()

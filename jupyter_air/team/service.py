@@ -33,6 +33,7 @@ from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
 
 from .environ import CredentialsInEnvironment, check_no_credentials, forget
 from .hub import HubDirectory, caller_of
+from .submissions import submit_sent
 
 #: Seconds between two checks of the team's jobs (dead supervisors reaped, due schedules fired).
 CHECK_SECONDS = 5.0
@@ -72,8 +73,6 @@ class JobsHandler(ServiceHandler):
 
     @tornado.web.authenticated
     async def post(self) -> None:
-        from .submissions import submit_sent
-
         self.set_status(201)
         await self.answer(submit_sent, self.view, self.json_object())
 

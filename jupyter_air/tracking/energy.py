@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Sequence
 
+from jupyter_air.gpu.attribution import kernel_of
 from jupyter_air.tracking.entities import Metric
 from jupyter_air.tracking.naming import ENERGY_EXCLUSIVE_TAG, ENERGY_METHOD_TAG, GPU_SOURCE_TAG
 
@@ -86,8 +87,6 @@ class EnergyMeter:
 
     def _is_ours(self, pid: int) -> bool:
         if pid not in self._ours:
-            from jupyter_air.gpu.attribution import kernel_of
-
             self._ours[pid] = kernel_of(pid, {os.getpid(): "run"}) is not None
         return self._ours[pid]
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import psutil
 
-from jupyter_air.notebook_links import in_jupyter_kernel
+from jupyter_air.jupyter_kernel import in_jupyter_kernel
 from jupyter_air.tracking.store import PROXY_PATH, client, is_local, is_remote, tracking_uri
 
 #: The server's public address, where links printed by ``air`` and scripts start: set by an administrator, or

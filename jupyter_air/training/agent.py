@@ -7,9 +7,9 @@ import sys
 
 from jupyter_air.cluster.agent import NodeAgent, read_from
 from jupyter_air.tracking.node_metrics import NodeMetrics
-from jupyter_air.training.launch import Call
+from jupyter_air.training.forkserver_client import Launcher
 from jupyter_air.training.launch_plan import NodePlace
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.node_call import Call
 
 
 def localized(context: dict) -> dict:

@@ -11,15 +11,15 @@ from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.run_card.card import card_mode, gpus_in_use
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
-from jupyter_air.training import remote, runs
-from jupyter_air.training.cluster_call import ClusterCall
+from jupyter_air.training import remote, runs, warmup
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
-from jupyter_air.training.launch import Call
+from jupyter_air.training.forkserver_client import Launcher
 from jupyter_air.training.launch_plan import NodePlace, world_size_for
-from jupyter_air.training.launcher import Launcher
 from jupyter_air.training.logs import RankLogTail
+from jupyter_air.training.node_call import Call
 from jupyter_air.training.options import RunOptions
 from jupyter_air.training.pickling import call_context, pack
+from jupyter_air.training.ray_call import ClusterCall
 from jupyter_air.training.tracked import STOPPED, TrackedRun
 
 #: Seconds between looks at the workers' logs and the launcher while a call runs.
@@ -54,8 +54,6 @@ def run_distributed(
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
     starting = StartingCard(card_mode())  # in the cell at once, before anything is imported or launched
     try:
-        from jupyter_air.training import warmup
-
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         tags = {SOURCE_TAG: source, FUNCTION_TAG: name or getattr(function, "__qualname__", repr(function))}
         params = runs.call_params(function, args, kwargs) if params is None else params
@@ -188,9 +186,7 @@ def distributed(function=None, **options):
     ``remote`` submit each call as a job that outlives the kernel.
     """
     run_options = RunOptions.of(options)
-    from jupyter_air.training.warmup import warm_up
-
-    warm_up("tracking", "launcher")  # in the background: the first call then starts at once
+    warmup.warm_up("tracking", "launcher")  # in the background: the first call then starts at once
     if function is None:
         return lambda fn: DistributedFunction(fn, run_options)
     return DistributedFunction(function, run_options)

@@ -1,9 +1,9 @@
 """``python -m jupyter_air.training.forkserver``: runs a kernel's calls, so the kernel itself never imports torch.
 
 It imports torch and PyTorch's elastic launcher once (or finds them imported, when AIR_HOME's zygote forked it:
-:mod:`~jupyter_air.training.zygote`), never touches CUDA (it counts GPUs through NVML), and reads one JSON
-request per line on stdin, answering events on its event pipe (:mod:`~jupyter_air.training.launcher` is the
-other side). Each call is a process forked from it (:mod:`~jupyter_air.training.call_process`) that runs the
+:mod:`~jupyter_air.training.zygote_client`), never touches CUDA (it counts GPUs through NVML), and reads one JSON
+request per line on stdin, answering events on its event pipe (:mod:`~jupyter_air.training.forkserver_client` is the
+other side). Each call is a process forked from it (:mod:`~jupyter_air.training.elastic_call`) that runs the
 elastic agent; the ranks fork from that one. The fork server is a child subreaper: what a dead call process
 left behind becomes its child, and it kills it. It ends, stopping every call, when its owner goes away (stdin
 closes, or the owner's process ends).
@@ -22,7 +22,7 @@ import sys
 import time
 
 from jupyter_air import procs
-from jupyter_air.training import call_process, rendezvous
+from jupyter_air.training import elastic_call, rendezvous
 
 #: Seconds between two looks for ended calls and for the owner.
 _TICK_SECONDS = 0.1
@@ -69,7 +69,7 @@ class Server:
             try:
                 procs.die_with_parent(me, signal.SIGTERM)
                 self._leave_the_server(request.get("reserved_port"))
-                code = call_process.run(request)
+                code = elastic_call.run(request)
             finally:
                 os._exit(code)
         self.calls[pid] = request["id"]

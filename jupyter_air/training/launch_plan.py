@@ -7,7 +7,8 @@ import pathlib
 import uuid
 from dataclasses import dataclass, field
 
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training import rendezvous
+from jupyter_air.training.forkserver_client import Launcher
 
 #: Start method of the ranks, forked by the call's process (a fork of the fork server, which imported torch
 #: but never touched CUDA: no rank inherits a CUDA context, and torch is imported already).
@@ -70,8 +71,6 @@ def launch_config(place: NodePlace, folder: pathlib.Path, start_method: str = ST
     """
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
-
-    from jupyter_air.training import rendezvous
 
     if place.nnodes == 1:
         backend, endpoint, address = rendezvous.register(), "", rendezvous.LOOPBACK

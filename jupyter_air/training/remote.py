@@ -1,7 +1,7 @@
 """``.distributed(remote=True)``: a call submitted as a job that outlives its kernel, followed from the cell, and
 ``attach()`` to follow it again (or show a finished local call) from any kernel.
 
-The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.call_runner` runs it): on this machine a
+The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.remote_runner` runs it): on this machine a
 detached supervisor, on a Ray cluster a Ray Job. The cell shows the run card once the job's run exists, the
 ranks' lines as they come, and returns the results by rank, or raises the call's DistributedError. An
 interrupt stops following, never the job.
@@ -20,17 +20,19 @@ from jupyter_air.run_card.metrics import MetricReader
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.run_card.state import CardState
 from jupyter_air.tracking.entities import TrackingError
-from jupyter_air.tracking.naming import GPUS_TAG, JOB_TAG, REMOTE_TAG, WORLD_SIZE_TAG
+from jupyter_air.tracking.naming import GPUS_TAG, REMOTE_TAG, WORLD_SIZE_TAG
 from jupyter_air.tracking.store import tracker
 from jupyter_air.training import runs
-from jupyter_air.training.call_outcome import read_outcome
-from jupyter_air.training.call_runner import CONTEXT, PAYLOAD, RESULTS
 from jupyter_air.training.cell import is_cell_result
 from jupyter_air.training.errors import CallDetached, DistributedError
 from jupyter_air.training.launch_plan import world_size_for
 from jupyter_air.training.options import RunOptions
+from jupyter_air.training.outcome_file import read_outcome
 from jupyter_air.training.pickling import call_context, pack
-from jupyter_air.workloads.jobs.jobs import JobNotFound, Jobs, NotActive
+from jupyter_air.training.remote_runner import CONTEXT, PAYLOAD
+from jupyter_air.workloads.jobs.attempt_runs import job_of_run
+from jupyter_air.workloads.jobs.jobs import JobNotFound, Jobs
+from jupyter_air.workloads.state.kept_results import RESULTS
 from jupyter_air.workloads.state.logs import LogCursor
 
 #: Seconds between two looks at the job while following it.
@@ -133,37 +135,13 @@ def follow_again(run_or_job_id: str) -> list:
     try:
         return follow(jobs.get(run_or_job_id).job_run_id)
     except JobNotFound:
-        job_run_id = _job_of_run(run_or_job_id)
+        job_run_id = job_of_run(run_or_job_id)
         if job_run_id is None:
             raise JobNotFound(
                 f"{run_or_job_id!r} is neither a job run of AIR_HOME {jobs.home} nor a call of this kernel: pass the "
                 "job run id a remote call printed (job-...), or the MLflow run id of a call made in this kernel"
             ) from None
         return follow(job_run_id)
-
-
-def cancel_run(run_id: str) -> bool:
-    """The card's Stop for a remote call: cancel the job whose attempt ``run_id`` is; False for any other run."""
-    job_run_id = _job_of_run(run_id, remote_only=True)
-    if job_run_id is None:
-        return False
-    try:
-        Jobs().cancel(job_run_id)
-    except NotActive:
-        return False
-    return True
-
-
-def _job_of_run(run_id: str, remote_only: bool = False) -> str | None:
-    """The job run id an MLflow run was an attempt of (its ``air.job_run_id`` tag), if it is a run at all."""
-
-    try:
-        tags = tracker().get_run(run_id).data.tags
-    except TrackingError:
-        return None
-    if remote_only and tags.get(REMOTE_TAG) != "true":
-        return None
-    return tags.get(JOB_TAG)
 
 
 def remember(run_id: str, card: RunCard | None, results: list | None, exc: BaseException | None) -> None:

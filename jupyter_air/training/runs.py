@@ -7,7 +7,7 @@ import os
 import pathlib
 import sys
 
-from jupyter_air.notebook_links import in_jupyter_kernel
+from jupyter_air.jupyter_kernel import in_jupyter_kernel
 from jupyter_air.tracking import naming
 from jupyter_air.tracking.lifecycle import MAX_PARAM_VALUE_CHARS, ManagedRun, clip
 from jupyter_air.tracking.naming import NOTEBOOK_TAG, notebook_path

@@ -13,7 +13,7 @@ import threading
 
 from jupyter_air.tracking import resident
 from jupyter_air.tracking.store import sqlite_path, tracking_uri
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.forkserver_client import Launcher
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import psutil
 
 from jupyter_air import procs
 from jupyter_air.training import rendezvous
-from jupyter_air.training.launch import PARENT_ENV
+from jupyter_air.training.node_call import PARENT_ENV
 
 #: Seconds a rank waits for the kernel to create the call's run (a first run may migrate the database).
 _RELEASE_TIMEOUT_SECONDS = 300

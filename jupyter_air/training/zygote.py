@@ -1,196 +1,134 @@
-"""AIR_HOME's resident zygote: a process that imported torch once, from which each kernel's fork server is forked,
-so the first ``.distributed()`` of a new kernel does not wait for that import.
-
-One per ``AIR_HOME``, Python, version of this code and of torch, and torch's load-time variables (:func:`key`),
-started by the Jupyter server (``c.JupyterAir.fork_zygote_at_start``) or the first kernel that needs it, in a session
-of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid``
-(its PID and start time) while it lives and listens on ``<temporary folder>/jupyter-air-forks-<key>/forks.sock``: a
-folder of mode 0700, checked to be this user's before every use, never TCP; it takes connections of its own user only
-(``SO_PEERCRED``). A kernel sends it two pipe ends, its environment and working folder; the forked fork server then
-serves the kernel over them as one the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends
-when the kernel goes. The zygote stops after ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with no fork server left,
-removing its folder.
-"""
+"""The zygote's own process (:mod:`~jupyter_air.training.zygote_client` starts and asks it): imports torch once, then
+forks a fork server for each kernel that asks, with that kernel's environment, folder and pipes."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import importlib.util
 import json
-import logging
 import os
+import select
+import shutil
 import signal
 import socket
-import stat
-import struct
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from jupyter_air import procs, residents
-from jupyter_air.home import FILE_MODE, air_home
-
-log = logging.getLogger(__name__)
-
-#: Seconds with no fork server left after which the zygote stops (environment variable, and its default).
-IDLE_ENV = "AIR_FORKS_IDLE_SECONDS"
-DEFAULT_IDLE_SECONDS = 1800.0
-FOLDER_PREFIX = "jupyter-air-forks-"
-SOCKET_NAME = "forks.sock"
-LOG_NAME = "forks.log"
-_PEER = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
-#: Variables read when torch and its libraries load (thread pools, devices, what is loaded): a kernel whose values
-#: differ gets a zygote of its own, so its ranks start as a fork server it started itself would have.
-_LOAD_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TORCH", "PYTORCH_", "LD_", "PYTHON")
+from jupyter_air import procs
+from jupyter_air.home import FILE_MODE
+from jupyter_air.residents import idle_seconds
+from jupyter_air.training import forkserver
+from jupyter_air.training.zygote_client import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
 
 
-def key() -> str:
-    """What a zygote must share with its callers: the user, AIR_HOME, the interpreter, this code, torch, and the
-    variables read when torch loads."""
-    package = Path(__file__).resolve().parents[1]
-    torch = importlib.util.find_spec("torch")
-    newest = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
-    loading = sorted((k, v) for k, v in os.environ.items() if k.startswith(_LOAD_TIME_PREFIXES))
-    parts = [os.getuid(), str(air_home()), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
-    return hashlib.sha256(json.dumps([*parts, loading]).encode()).hexdigest()[:16]
-
-
-def socket_path(name: str) -> Path:
-    return Path(tempfile.gettempdir()) / (FOLDER_PREFIX + name) / SOCKET_NAME
-
-
-def lock_path(name: str) -> Path:
-    return air_home() / f"forks-{name}.pid"
-
-
-def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
-    """A fork server forked for this process by AIR_HOME's zygote (started unless one runs), its log in ``folder``:
-    the ends of its request and event pipes this process keeps; None when no zygote can serve (the caller then
-    starts a fork server of its own, which says what went wrong)."""
-    name = key()
-    connection = _reach(name, timeout)
-    if connection is None:
-        return None
-    request_read, request_write = os.pipe()
-    event_read, event_write = os.pipe()
+def main() -> None:
+    """The zygote: ``argv[1]`` its socket, ``argv[2]`` its lock; ends at once when another holds the lock."""
+    socket_file, lock = Path(sys.argv[1]), Path(sys.argv[2])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    held = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
-        request = {"env": dict(os.environ), "cwd": os.getcwd(), "folder": str(folder)}
-        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [request_read, event_write])
-        answer = connection.recv(16)
-    except OSError:
-        answer = b""
-    finally:
-        for fd in (request_read, event_write):
-            os.close(fd)
-        connection.close()
-    if answer != b"ok":
-        os.close(request_write)
-        os.close(event_read)
-        return None
-    return request_write, event_read
-
-
-def warm() -> bool:
-    """Start AIR_HOME's zygote for this process's environment unless one runs, without waiting for it; True when
-    one was started."""
-    name = key()
-    if locked(lock_path(name)):
-        return False
-    _spawn(name)
-    return True
-
-
-def _reach(name: str, timeout: float) -> socket.socket | None:
-    """A connection to the zygote ``name``, starting one unless one lives; None when its folder is not this user's
-    alone, or no zygote came up (see ``AIR_HOME/logs/forks.log``)."""
-    path = socket_path(name)
-    started = None
-    deadline = time.monotonic() + timeout
-    while True:
-        if os.path.lexists(path.parent) and not private(path.parent):
-            log.warning("%s is not this user's alone (mode 0700): no resident fork server is used", path.parent)
-            return None
-        connection = _connect(path)
-        if connection is not None:
-            return connection
-        if not locked(lock_path(name)):
-            if started is not None and started.poll() is not None:
-                return None  # it ended without serving: torch could not be imported, say
-            if started is None:
-                started = _spawn(name)
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(0.05)
-
-
-def _connect(path: Path) -> socket.socket | None:
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(str(path))
-        if peer(connection)[1] == os.getuid():
-            return connection
-    except OSError:
-        pass
-    connection.close()
-    return None
-
-
-def private(folder: Path) -> bool:
-    """True when ``folder`` is a directory of this user that no one else may enter (not a link)."""
-    try:
-        info = folder.lstat()
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
-
-
-def peer(connection: socket.socket) -> tuple[int, int, int]:
-    return _PEER.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEER.size))
-
-
-def locked(path: Path) -> bool:
-    """True while a zygote holds ``path``'s lock."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+        return
+    os.ftruncate(held, 0)
+    os.write(held, f"{os.getpid()} {procs.start_time(os.getpid())}".encode())
 
-
-def _spawn(name: str) -> subprocess.Popen:
-    code = (
-        "import sys; sys.path.insert(0, sys.argv.pop(1)); from jupyter_air.training.zygote_process import main; main()"
-    )
-    package_parent = str(Path(__file__).resolve().parents[2])
-    command = [sys.executable, "-c", code, package_parent, str(socket_path(name)), str(lock_path(name))]
-    return residents.start(command, LOG_NAME, (IDLE_ENV, DEFAULT_IDLE_SECONDS))
-
-
-def holder(lock: Path) -> tuple[int, float | None] | None:
-    """PID and start time of the live zygote that holds ``lock``, or None."""
+    forkserver.prepare()
+    folder = socket_file.parent
     try:
-        pid, started = lock.read_text().split()
-        pid, started = int(pid), None if started == "None" else float(started)
-    except (OSError, ValueError):
+        listener = _listen(socket_file)
+        with listener:
+            _serve(listener, held, idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
+    finally:
+        if private(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _listen(socket_file: Path) -> socket.socket:
+    folder = socket_file.parent
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    if not private(folder):
+        raise SystemExit(f"{folder} is not this user's alone (mode 0700): not listening there")
+    socket_file.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_file))
+    listener.listen(16)
+    return listener
+
+
+def _serve(listener: socket.socket, lock: int, idle: float) -> None:
+    children: set[int] = set()
+    last = time.monotonic()
+    while children or time.monotonic() - last < idle:
+        if select.select([listener], [], [], 1.0)[0]:
+            with contextlib.suppress(OSError):  # a caller that went away meanwhile
+                connection, _ = listener.accept()
+                with connection:
+                    children.add(_fork(listener, lock, connection) or 0)
+        children.discard(0)
+        with contextlib.suppress(ChildProcessError):
+            while (ended := os.waitpid(-1, os.WNOHANG)[0]) > 0:
+                children.discard(ended)
+        if children:
+            last = time.monotonic()
+
+
+def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int | None:
+    """Fork a fork server for the caller at ``connection`` (this user's only); its PID. The child keeps neither the
+    listener nor the lock (the zygote's alone: a next zygote can take it while fork servers live on)."""
+    pid, uid, _ = peer(connection)
+    if uid != os.getuid():
         return None
-    return (pid, started) if locked(lock) and procs.is_alive(pid, started) else None
+    owner = (pid, procs.start_time(pid))
+    connection.settimeout(10.0)
+    fds: list[int] = []
+    try:
+        data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 2)
+        while not data.endswith(b"\n") and (more := connection.recv(1 << 16)):
+            data += more
+        request = json.loads(data)
+    except (OSError, ValueError):
+        request = None
+    if request is None or len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        return None
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            listener.close()
+            connection.close()
+            os.close(lock)
+            code = _become_fork_server(request, *fds, owner)
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    connection.sendall(b"ok")
+    return child
 
 
-def stop(lock: Path, timeout: float = 30.0) -> bool:
-    """Stop the zygote that holds ``lock`` (its fork servers go on serving their kernels); False when none ran."""
-    if (held := holder(lock)) is None:
-        return False
-    pid, started = held
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while procs.is_alive(pid, started) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return True
+def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[int, float | None]) -> int:
+    """In a forked child: the caller's environment and folder, its pipes, and the fork server's loop."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    procs.work_for(owner[0])  # the GPU panel and a run's energy count its calls' processes as the kernel's
+    folder = request["folder"]
+    out = os.open(os.path.join(folder, "forkserver.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    for target in (1, 2):
+        os.dup2(out, target)
+    os.dup2(requests, 0)
+    for fd in (out, requests):
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    with contextlib.suppress(OSError):
+        os.chdir(request["cwd"])
+    try:
+        forkserver.serve(sys.stdin.buffer, os.fdopen(events, "w"), lambda: procs.is_alive(*owner))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0

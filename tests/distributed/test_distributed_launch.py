@@ -135,7 +135,7 @@ def test_without_torch_it_says_how_to_install(store, monkeypatch):
 
 def test_the_decorator_works_bare_and_with_options_whatever_was_imported_first():
     # Given the training submodules imported before the name
-    import jupyter_air.training.launch  # noqa: F401
+    import jupyter_air.training.node_call  # noqa: F401
     from jupyter_air import distributed as decorator
 
     # When it decorates bare and with options, Then both give a function that still runs locally
@@ -185,7 +185,8 @@ def test_a_script_without_a_main_guard_runs_its_top_level_once(store, tmp_path):
 
 
 BROKEN_TORCH = """
-from jupyter_air import DistributedError, distributed
+from jupyter_air import DistributedError
+from jupyter_air import distributed
 
 try:
     distributed(lambda: None, gpus=2).distributed()

@@ -17,8 +17,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DEFINED = """
 import sys, time
 from jupyter_air import distributed
-from jupyter_air.tracking import resident, store
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.tracking import resident
+from jupyter_air.tracking import store
+from jupyter_air.training.forkserver_client import Launcher
 
 @distributed(gpus=2)
 def train():
@@ -35,7 +36,8 @@ print("then", ready, sorted(m for m in ("mlflow", "torch") if m in sys.modules))
 LOADED = """
 import sys, time
 from IPython.core.interactiveshell import InteractiveShell
-from jupyter_air.tracking import resident, store
+from jupyter_air.tracking import resident
+from jupyter_air.tracking import store
 InteractiveShell.instance().run_line_magic("load_ext", "jupyter_air")
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline and not resident.find(store.tracking_uri()):

@@ -16,7 +16,7 @@ import pytest
 from nbclient import NotebookClient
 from resident_servers import until
 
-from jupyter_air.training import zygote
+from jupyter_air.training import zygote_client
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ CALL = """
 import json, os, sys
 import psutil
 from jupyter_air import distributed
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.forkserver_client import Launcher
 
 @distributed(gpus=2, experiment="zygote")
 def where(kernel):
@@ -60,8 +60,8 @@ def kernels_env(store, monkeypatch):
 
 
 def only_zygote(home: pathlib.Path) -> tuple[pathlib.Path, int]:
-    (lock,) = [lock for lock in home.glob("forks-*.pid") if zygote.holder(lock)]
-    return lock, zygote.holder(lock)[0]
+    (lock,) = [lock for lock in home.glob("forks-*.pid") if zygote_client.holder(lock)]
+    return lock, zygote_client.holder(lock)[0]
 
 
 @pytest.mark.usefixtures("kernels_env", "no_orphans")
@@ -90,7 +90,7 @@ def test_kernels_fork_their_fork_servers_from_one_private_zygote(air_home, tmp_p
     assert second["results"] == [str(tmp_path / "b")] * 2 and second["server_cwd"] == str(tmp_path / "b")
     assert second["parent"] == zygote_pid and not second["own"] and second["counted"] == ["this kernel"] * 3
     # And the zygote is private: its lock 0600 in AIR_HOME, its socket in a 0700 folder of this user
-    socket = zygote.socket_path(lock.name.removeprefix("forks-").removesuffix(".pid"))
+    socket = zygote_client.socket_path(lock.name.removeprefix("forks-").removesuffix(".pid"))
     assert lock.stat().st_mode & 0o777 == 0o600 and socket.parent.stat().st_mode & 0o777 == 0o700
     assert " ".join(psutil.Process(zygote_pid).cmdline()).endswith(f"{socket} {lock}")
 
@@ -113,15 +113,15 @@ except OSError as exc:
 
 @pytest.mark.usefixtures("no_orphans")
 def test_another_user_cannot_reach_the_zygote_and_it_stops_when_idle(store, air_home, tmp_path, monkeypatch):
-    from jupyter_air.training.launcher import Launcher
+    from jupyter_air.training.forkserver_client import Launcher
 
     # Given a zygote that stops after 2 idle seconds, serving a fork server of this process
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv(zygote.IDLE_ENV, "2")
+    monkeypatch.setenv(zygote_client.IDLE_ENV, "2")
     launcher = Launcher(resident=True)
     assert launcher.process is None and "cuda_devices" in launcher.info()
     lock, pid = only_zygote(tmp_path / "home")
-    socket = zygote.socket_path(lock.name.removeprefix("forks-").removesuffix(".pid"))
+    socket = zygote_client.socket_path(lock.name.removeprefix("forks-").removesuffix(".pid"))
 
     # When another local user tries its socket and its lock
     tried = subprocess.run(
@@ -138,16 +138,16 @@ def test_another_user_cannot_reach_the_zygote_and_it_stops_when_idle(store, air_
     launcher.requests.close()
     assert launcher.ended.wait(20)
     until(lambda: not psutil.pid_exists(pid), timeout=20)
-    assert not socket.parent.exists() and zygote.holder(lock) is None
+    assert not socket.parent.exists() and zygote_client.holder(lock) is None
 
 
 def test_a_zygote_folder_that_is_not_private_is_never_used(store, tmp_path, monkeypatch):
-    from jupyter_air.training.launcher import Launcher
+    from jupyter_air.training.forkserver_client import Launcher
 
     # Given the zygote's socket folder made by someone else first, open to everyone
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir(mode=0o700)
-    folder = zygote.socket_path(zygote.key()).parent
+    folder = zygote_client.socket_path(zygote_client.key()).parent
     folder.mkdir(mode=0o777)
     folder.chmod(0o777)
     try:
@@ -165,12 +165,12 @@ def test_a_zygote_folder_that_is_not_private_is_never_used(store, tmp_path, monk
 def test_kernels_whose_torch_would_load_differently_use_different_zygotes(store, monkeypatch):
     # Given a kernel's zygote key, When a variable read as torch loads differs, Then so does the key; not otherwise
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    base = zygote.key()
+    base = zygote_client.key()
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    assert zygote.key() != base
+    assert zygote_client.key() != base
     monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setenv("AIR_TEST_UNRELATED", "1")
-    assert zygote.key() == base
+    assert zygote_client.key() == base
 
 
 @pytest.fixture
@@ -183,8 +183,12 @@ def jp_server_config(store, kernels_env, tmp_path, monkeypatch):
 
 async def test_the_server_starts_the_zygote_its_kernels_first_calls_fork_from(jp_fetch, jp_serverapp, tmp_path):
     home = tmp_path / "home"
+
     # Given a server that has just started, with no kernel yet: AIR_HOME's zygote comes up
-    await asyncio.to_thread(until, lambda: [lock for lock in home.glob("forks-*.pid") if zygote.holder(lock)], 120)
+    def held() -> list:
+        return [lock for lock in home.glob("forks-*.pid") if zygote_client.holder(lock)]
+
+    await asyncio.to_thread(until, held, 120)
     lock, started = only_zygote(home)
     body = json.dumps({"path": "a.ipynb", "type": "notebook", "name": "a.ipynb", "kernel": {"name": "python3"}})
     session = json.loads((await jp_fetch("api", "sessions", method="POST", body=body)).body)
@@ -205,4 +209,4 @@ async def test_the_server_starts_the_zygote_its_kernels_first_calls_fork_from(jp
     finally:
         client.stop_channels()
         await jp_fetch("api", "sessions", session["id"], method="DELETE")
-        zygote.stop(lock)
+        zygote_client.stop(lock)

@@ -131,6 +131,7 @@ def test_a_remote_call_that_fails_raises_its_distributed_error_when_attached(sto
 def test_stop_on_a_remote_calls_card_cancels_its_job_leaving_no_process(store, runs_of, tmp_path):
     from jupyter_air.training import remote
     from jupyter_air.training.options import RunOptions
+    from jupyter_air.workloads.jobs.attempt_runs import cancel_remote_call
     from jupyter_air.workloads.jobs.jobs import Jobs
 
     # Given a remote call whose ranks run
@@ -152,11 +153,11 @@ def test_stop_on_a_remote_calls_card_cancels_its_job_leaving_no_process(store, r
     (run,) = runs_of("remote-stop")
 
     # When the card's Stop asks for its run to stop
-    assert remote.cancel_run(run.info.run_id)
+    assert cancel_remote_call(run.info.run_id)
 
     # Then the job is CANCELED, its run KILLED, and none of its processes is left (no_orphans checks)
     assert Jobs().get(job_run_id).status == "CANCELED"
     (run,) = runs_of("remote-stop")
     assert run.info.status == "KILLED"
     # And another run (not a remote call's) is not stopped this way
-    assert not remote.cancel_run(run.info.run_id)
+    assert not cancel_remote_call(run.info.run_id)

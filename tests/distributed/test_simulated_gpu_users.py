@@ -69,7 +69,7 @@ def test_a_script_that_ran_a_call_is_a_user_with_its_ranks_and_nothing_below_it_
 
 DEFINE = """
 from jupyter_air import distributed
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.forkserver_client import Launcher
 
 @distributed(gpus=2, experiment="simulated-gpu-users", log_system_metrics=False)
 def rank_pid(seconds):

@@ -26,7 +26,8 @@ if kind == "mlflow":  # a notebook's plain MLflow, straight into the SQLite file
             mlflow.log_metric("step_count", step, step=step)
 else:  # jupyter_air's tracker: AIR_HOME's MLflow server once it answers, MLflow's client meanwhile
     from jupyter_air.tracking.entities import Metric
-    from jupyter_air.tracking.store import ensure_experiment, tracker
+    from jupyter_air.tracking.store import ensure_experiment
+    from jupyter_air.tracking.store import tracker
     tracking = tracker()
     run = tracking.create_run(ensure_experiment(experiment, tracking=tracking), run_name=name, tags={})
     for step in range(count):

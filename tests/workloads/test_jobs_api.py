@@ -272,3 +272,25 @@ async def test_submitting_needs_authentication_and_the_xsrf_token(
     # Then both are refused and nothing is created
     assert anonymous.code == 403 and cross_site.code == 403, (anonymous.body, cross_site.body)
     assert not (air.home / "jobs.db").exists()
+
+
+async def test_the_panels_job_models_are_made_once_per_server_not_per_request(api, jp_fetch, monkeypatch):
+    # Given a server whose panel has not read the jobs yet, and a count of the job models made
+    from jupyter_air.workloads.surfaces.jobs_view import JobsView
+    from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
+
+    made = []
+    for model in (JobsView, SchedulesView):
+        original = model.__init__
+
+        def counted(self, *args, _original=original, **kwargs):
+            made.append(type(self).__name__)
+            _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(model, "__init__", counted)
+    # When the panel polls its jobs and schedules three times
+    for _ in range(3):
+        await api()
+        await jp_fetch("jupyter-air", "schedules")
+    # Then one JobsView and one SchedulesView served every request
+    assert sorted(made) == ["JobsView", "SchedulesView"]

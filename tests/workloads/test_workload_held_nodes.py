@@ -25,7 +25,7 @@ def hostname():
 def fork_server():
     """This process's fork server (a notebook's, here), started before the test's AIR_HOME is set: it lives as long
     as the process and is none of the job's processes."""
-    from jupyter_air.training.launcher import Launcher
+    from jupyter_air.training.forkserver_client import Launcher
 
     Launcher.get()
 

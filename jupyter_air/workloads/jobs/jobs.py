@@ -91,6 +91,7 @@ class Jobs:
     ) -> Resolved:
         """Validate the workload file at ``path`` (named ``label`` in errors, default ``path``; its ``text`` when it
         was sent) with ``overrides``, and choose where it runs; raises SubmitError."""
+        # Lazy: reading workload files (pydantic, YAML) would add 73 ms to `air list`, `logs`, `cancel`, supervisors.
         from jupyter_air.workloads.file.loader import WorkloadError, load_workload
 
         label = str(label or path)
@@ -113,7 +114,7 @@ class Jobs:
         """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs and its
         command's program checked) or a Ray cluster (its shape resolved into ``compute``); raises SubmitError.
         ``locate(problem, label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
-        from jupyter_air.workloads.file.scale import ScaleError, plan
+        from jupyter_air.workloads.file.scale import ScaleError, plan  # lazy, as in resolve_file
         from jupyter_air.workloads.file.spec import Compute
 
         label = label or source

@@ -2,7 +2,7 @@
 package's own: :class:`~jupyter_air.workloads.supervisor.runners.LocalNodes` here,
 :class:`~jupyter_air.workloads.supervisor.ray_nodes.RayNodes` on Ray nodes) or a kind that a layer above
 plugs in through the ``jupyter_air.kinds`` entry point: ``call``, a notebook's ``.distributed(remote=True)``
-(:data:`jupyter_air.training.call_runner.RUNNERS`). So the supervisor runs kinds of work whose code this package never
+(:data:`jupyter_air.training.remote_runner.RUNNERS`). So the supervisor runs kinds of work whose code this package never
 imports."""
 
 from __future__ import annotations

@@ -142,6 +142,6 @@ class RayNodes:
         """A lost node, or an agent that raised, as the attempt's :attr:`problem` (the first one is kept)."""
         try:
             yield
-        except (node_run.NodeLost, node_run.NodeFailed) as exc:
+        except (node_run.NodeUnreachable, node_run.NodeFailed) as exc:
             if self.problem is None:
                 self.problem = str(exc)

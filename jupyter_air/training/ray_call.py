@@ -1,4 +1,5 @@
-"""A call spread over several Ray nodes, driven from the notebook with the interface of :class:`launch.Call`.
+"""A call spread over several Ray nodes, driven from the notebook with the interface of
+:class:`~jupyter_air.training.node_call.Call`.
 
 One actor per node (:class:`~jupyter_air.training.agent.TrainingAgent`, in a STRICT_SPREAD placement group)
 runs that node's share of the elastic launch; ranks rendezvous on node 0. The one node-run driver
@@ -73,7 +74,7 @@ class ClusterCall:
         self._logs: list[dict[int, Path]] = []
         self._reusable = False
 
-    # The interface of launch.Call, in the order the notebook API uses it.
+    # The interface of node_call.Call, in the order the notebook API uses it.
 
     def start(self, note=lambda what: None) -> None:
         """Join the cluster, place one actor per node (or reuse the last call's), start every node's ranks;
@@ -203,10 +204,10 @@ class ClusterCall:
 
     @contextlib.contextmanager
     def _lost_as_call_error(self):
-        """The driver's NodeLost as the call's NodeLost; what an agent raised, as it raised it."""
+        """The driver's NodeUnreachable as the call's NodeLost; what an agent raised, as it raised it."""
         try:
             yield
-        except node_run.NodeLost as exc:
+        except node_run.NodeUnreachable as exc:
             raise self._lost(exc.node, exc.reason) from None
         except node_run.NodeFailed as exc:
             raise exc.cause from None

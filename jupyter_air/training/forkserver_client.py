@@ -2,7 +2,7 @@
 
 One fork server per process (a kernel, a script, a node's actor), started in the background when a
 ``@distributed`` function is defined and restarted if it died. A kernel's is forked by AIR_HOME's resident zygote
-(:mod:`~jupyter_air.training.zygote`), which imported torch once for every kernel; any other process starts its
+(:mod:`~jupyter_air.training.zygote_client`), which imported torch once for every kernel; any other process starts its
 own (so does a kernel when no zygote can serve). Requests go down one pipe, events come back on another and are
 read by one thread; the pipes are private to the two processes, so nothing listens.
 """
@@ -21,8 +21,8 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from jupyter_air import scratch
-from jupyter_air.notebook_links import in_jupyter_kernel
-from jupyter_air.training import zygote
+from jupyter_air.jupyter_kernel import in_jupyter_kernel
+from jupyter_air.training import zygote_client
 from jupyter_air.training.errors import DistributedError
 
 _INSTALL_HINT = (
@@ -54,7 +54,7 @@ class Launcher:
         scratch.sweep()  # what fork servers and calls of this user that were killed left behind
         self.folder = scratch.make("air-launcher-")  # mode 0700: its log, gone when it ends
         self.process: subprocess.Popen | None = None
-        pipes = zygote.fork_server(self.folder, READY_SECONDS) if resident else None
+        pipes = zygote_client.fork_server(self.folder, READY_SECONDS) if resident else None
         if pipes is not None:
             self.requests, self.events = os.fdopen(pipes[0], "wb"), os.fdopen(pipes[1], "rb")
         else:

@@ -3,7 +3,7 @@
 It is a child subreaper, so what a rank starts stays below it even when it leaves its session and clears
 its environment (``setsid env -i ...``); on SIGTERM (the kernel's Stop, timeout or interrupt, or its fork
 server ending) it stops them all, and when the agent returns it stops whatever is left. How the launch
-ended goes to the call's folder (:mod:`~jupyter_air.training.call_outcome`).
+ended goes to the call's folder (:mod:`~jupyter_air.training.outcome_file`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from jupyter_air import procs
-from jupyter_air.training.call_outcome import write_outcome
-from jupyter_air.training.launch import CALL_ID_ENV, PARENT_ENV
 from jupyter_air.training.launch_plan import NodePlace, launch_config
+from jupyter_air.training.node_call import CALL_ID_ENV, PARENT_ENV
+from jupyter_air.training.outcome_file import write_outcome
 from jupyter_air.training.worker import run_rank
 
 

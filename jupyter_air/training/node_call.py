@@ -2,7 +2,7 @@
 
 A :class:`Call` is every rank on one node, or (``NodePlace.nnodes > 1``) node ``node_rank``'s ranks of a
 launch that other nodes' calls join through node 0's rendezvous store. The ranks run in processes of the fork
-server (:mod:`~jupyter_air.training.launcher`); this process never imports torch.
+server (:mod:`~jupyter_air.training.forkserver_client`); this process never imports torch.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from dataclasses import asdict
 
 from jupyter_air import scratch
 from jupyter_air.tracking.naming import call_logs_folder
-from jupyter_air.training.call_outcome import read_outcome
 from jupyter_air.training.errors import DistributedError, describe_exit
+from jupyter_air.training.forkserver_client import Launcher
 from jupyter_air.training.launch_plan import NodePlace, interfaces_for
-from jupyter_air.training.launcher import Launcher
+from jupyter_air.training.outcome_file import read_outcome
 
 #: Seconds to wait for the call's process to stop every process of the call.
 _STOP_DEADLINE_SECONDS = 15.0

@@ -1,5 +1,5 @@
 """A notebook call run as a job (``.distributed(remote=True)``): the attempt runner the supervisor uses for ``kind:
-call`` workloads, here (its fork server) or on Ray nodes (:class:`~jupyter_air.training.cluster_call.ClusterCall`).
+call`` workloads, here (its fork server) or on Ray nodes (:class:`~jupyter_air.training.ray_call.ClusterCall`).
 
 The kernel leaves the packed call in the job's folder (:data:`PAYLOAD`, :data:`CONTEXT`); each attempt writes its
 ranks' lines, ``[rank N]``-prefixed, to the job's per-node logs (where ``air logs``, the Logs view and an attached
@@ -13,25 +13,26 @@ import json
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_air.home import private_dir
-from jupyter_air.training.call_outcome import OUTCOME, write_outcome
 from jupyter_air.training.errors import DistributedError
+from jupyter_air.training.forkserver_client import Launcher
+from jupyter_air.training.launch_plan import NodePlace
 from jupyter_air.training.logs import RankLogTail
+from jupyter_air.training.node_call import Call
+from jupyter_air.training.options import RunOptions
+from jupyter_air.training.outcome_file import OUTCOME, write_outcome
+from jupyter_air.training.ray_call import ClusterCall
+from jupyter_air.workloads.state.kept_results import RESULTS
 from jupyter_air.workloads.state.logs import LogWriter, node_dir
 from jupyter_air.workloads.supervisor.runners import AttemptContext, reserve_gpus
 
 #: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
 PAYLOAD, CONTEXT = "payload.pkl", "context.json"
-#: The folder of the results (``rank_<n>.pkl``); how the last attempt ended is in the job folder's :data:`OUTCOME`.
-RESULTS = "results"
 #: Most bytes of pickled results a call keeps for the kernel; bigger results belong in the run's artifacts.
 MAX_RESULT_BYTES = 100 << 20
-#: Days the results of an ended call are kept in its job's folder before the server's check deletes them.
-RESULT_DAYS = 7
 
 
 class CallRunner:
@@ -55,9 +56,6 @@ class CallRunner:
 
     def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
         """Reserve this machine's GPUs (local) or the Ray nodes, and start the ranks: they wait for :meth:`start`."""
-        from jupyter_air.training.launch import Call
-        from jupyter_air.training.launch_plan import NodePlace
-
         job_dir = self.context.job_dir
         payload = (job_dir / PAYLOAD).read_bytes()
         context = json.loads((job_dir / CONTEXT).read_text())
@@ -71,9 +69,6 @@ class CallRunner:
                 os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))  # the fork server counts these
             self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
         else:
-            from jupyter_air.training.cluster_call import ClusterCall
-            from jupyter_air.training.options import RunOptions
-
             options = RunOptions.of(self.spec["options"])
             self.call = ClusterCall(payload, context, options, self.context.spec["compute"]["ray_address"])
         self.call.start(note)
@@ -141,8 +136,6 @@ class CallRunner:
                 writer.close()
             call.cleanup()
             if self.place_name == "local":
-                from jupyter_air.training.launcher import Launcher
-
                 Launcher.close()  # the supervisor exits next: its fork server ends with the attempt
 
     def _copy_lines(self, final: bool = False) -> None:
@@ -170,17 +163,6 @@ class CallRunner:
         outcome = {"status": "failed", "message": err.args[0], **failure, "failures": failures}
         write_outcome(self.context.job_dir, outcome)
         self.problem = f"DistributedError: {err.args[0]}"
-
-
-def forget_old_results(jobs_dir: Path, days: float = RESULT_DAYS) -> list[Path]:
-    """Delete the results of calls whose outcome is older than ``days``; the folders deleted."""
-    cutoff, gone = time.time() - days * 86400, []
-    for outcome in jobs_dir.glob(f"*/{OUTCOME}"):
-        results = outcome.parent / RESULTS
-        if results.is_dir() and outcome.stat().st_mtime < cutoff:
-            shutil.rmtree(results, ignore_errors=True)
-            gone.append(results)
-    return gone
 
 
 #: The ``call`` kind of work, plugged into the supervisor through the ``jupyter_air.kinds`` entry point:

@@ -22,7 +22,7 @@ import psutil
 # Without it Ray swaps 127.0.0.1 for the machine's interface address and connects there.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never report usage over the network
-# Without a token every local user can run code on the cluster as this user (tests/test_cluster_auth.py).
+# Without a token every local user can run code on the cluster as this user (tests/cluster/test_cluster_auth.py).
 os.environ["RAY_AUTH_MODE"] = "token"
 os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 os.environ.pop("RAY_AUTH_TOKEN_PATH", None)

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
 GIB = 1 << 30
 IDLE_SECONDS = 3.0
-FAKE_PYNVML = pathlib.Path(__file__).parent / "nvml_processes"
+FAKE_PYNVML = pathlib.Path(__file__).parents[1] / "nvml_processes"
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""Fixtures for distributed runs: one real SQLite MLflow store per session, a clean environment per test,
-orphan checks."""
+"""Fixtures of the tests that record runs from calls (training, tracking, the run card): one real SQLite MLflow store
+per session, a clean environment per test, orphan checks. A plugin of ``conftest.py``, so every test folder has
+them."""
 
 from __future__ import annotations
 

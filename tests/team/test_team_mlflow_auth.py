@@ -28,7 +28,7 @@ from jupyter_air.team.stack import Hub, free_port
 from jupyter_air.tracking.sharing import HUB_TOKENS
 from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
-REPO_ROOT = str(Path(__file__).resolve().parents[1])
+REPO_ROOT = str(Path(__file__).resolve().parents[2])
 ADMIN_PASSWORD = "admin-password-7d1"
 EXPERIMENT = "/Shared/team/resnet"
 

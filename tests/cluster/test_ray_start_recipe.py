@@ -28,7 +28,7 @@ from ray_nobody import answers, as_nobody
 #: Two `ray start` runs, each tried up to 3 times when a loaded machine makes Ray give up on a node.
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(900)]
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "ray-cluster.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "ray-cluster.md"
 RECIPE = re.compile(r"```\{code-block\} bash\n:name: ray-start-recipe\n\n(.*?)\n```", re.S)
 HEAD, NODE = "127.0.0.2", "127.0.0.3"
 BIN = str(Path(sys.executable).parent)  # where `ray` is, first on every machine's PATH

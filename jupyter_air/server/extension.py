@@ -12,6 +12,7 @@ from traitlets import Bool, Enum, Float, Integer, TraitError, Unicode, validate
 
 from jupyter_air.workloads.surfaces.team_jobs import JOBS_URL_ENV, ServiceJobs
 
+from .. import residents
 from ..cluster.address import RAY_ADDRESS_ENV, configured_address
 from ..cluster.errors import BadAddress
 from ..gpu.cluster import ClusterGpu
@@ -200,6 +201,7 @@ class JupyterAir(ExtensionApp):
         # this environment's `python`, `air` and `torchrun` first, activated or not.
         os.environ[SOURCE_ENV], os.environ[SIMULATED_GPUS_ENV] = kind, str(count)
         os.environ["PATH"] = path_first(os.environ.get("PATH"))
+        residents.mark_starter()  # what it and its kernels start for AIR_HOME stops with it, unless used elsewhere
         if self.public_url:
             os.environ[PUBLIC_URL_ENV] = self.public_url
         self.sampler = Sampler(

@@ -1,6 +1,7 @@
 """What the Jupyter server keeps warm beside itself for its kernels and terminals: AIR_HOME's MLflow server (the
-embedded MLflow UI) and AIR_HOME's fork server zygote (torch imported once for every kernel). Neither is the server's
-alone: kernels and `air` use them too, and each stops once idle."""
+embedded MLflow UI) and AIR_HOME's fork server zygote (torch imported once for every kernel). Each stops within 10 s
+of the server's exit unless another process (a kernel of another server, `air`, a job) holds it, and else once idle
+(:mod:`jupyter_air.residents`)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class ZygoteWarmup:
             threading.Thread(target=self._warm, name="air-zygote-warm-up", daemon=True).start()
 
     def stop(self) -> None:
-        """Nothing: the zygote serves every kernel of AIR_HOME, and stops by itself once idle."""
+        """Nothing: the zygote stops by itself once this server has exited, unless another process holds it."""
 
     def _warm(self) -> None:
         try:

@@ -99,8 +99,12 @@ def read(record: Path) -> Server | None:
 
 def find(uri: str) -> Server | None:
     """The live server of store ``uri``, or None."""
-    server = read(record_path(uri))
-    return server if server is not None and server.alive() else None
+    record = record_path(uri)
+    server = read(record)
+    if server is None or not server.alive():
+        return None
+    residents.hold(record)
+    return server
 
 
 def ensure(uri: str) -> Server:
@@ -108,6 +112,7 @@ def ensure(uri: str) -> Server:
     record = record_path(uri)
     with file_lock(record.with_suffix(".lock")):
         server = read(record)
+        residents.hold(record)
         if server is not None and server.alive() and not server.stuck():
             return server
         if server is not None:

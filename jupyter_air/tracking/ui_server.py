@@ -2,8 +2,8 @@
 
 It serves store ``URI`` on the Unix socket only, creates its files owner-only, keeps proxied artifact uploads
 under ``AIR_HOME/mlartifacts``, and writes MLflow's request lines to ``$AIR_HOME/logs/mlflow-ui.log``. After
-``$AIR_MLFLOW_IDLE_SECONDS`` without a request (or on SIGTERM/SIGINT) it stops, removing its record and socket
-folder (see :mod:`~jupyter_air.tracking.resident`).
+``$AIR_MLFLOW_IDLE_SECONDS`` without a request, once the Jupyter server that started it exited and nothing else holds
+it, or on SIGTERM/SIGINT, it stops, removing its record and socket folder (see :mod:`~jupyter_air.tracking.resident`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import traceback
 from pathlib import Path
 
 from jupyter_air.home import AirHomeError, UnusableDatabase, air_home, private_dir
+from jupyter_air.residents import StarterWatch, holders_dir
 from jupyter_air.tracking.resident import LOG_NAME, Server, forget, idle_seconds
 from jupyter_air.tracking.store import default_artifact_location, prepare_store
 
@@ -104,23 +105,26 @@ def server_args(uri: str, socket: Path, logging_config: Path) -> list[str]:
 
 
 def _watch_idle(socket: Path, activity: Path, idle: float, record: Path) -> None:
-    """Once this server answers, stop it when nothing asked it anything for ``idle`` seconds: its record goes
+    """Once this server answers, stop it when nothing asked it anything for ``idle`` seconds, or when the Jupyter
+    server that started it has exited and no other process holds it (``residents.StarterWatch``): its record goes
     first, so no new client finds it while it stops."""
     itself = Server(os.getpid(), None, str(socket), "")
     while not itself.answers(timeout=5.0):
         time.sleep(0.5)
     activity.touch()
+    starter = StarterWatch(holders_dir(record))
     while True:
-        time.sleep(min(idle / 4, 30.0))
+        time.sleep(1.0)
         try:
             last = activity.stat().st_mtime
         except FileNotFoundError:
             continue
-        if time.time() - last >= idle:
+        if starter.should_stop() or time.time() - last >= idle:
             with contextlib.suppress(OSError):  # AIR_HOME may be gone
                 forget(record, os.getpid())
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        starter.say_kept()
 
 
 def _stop(signum, _frame) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.home import FILE_MODE
-from jupyter_air.residents import idle_seconds
+from jupyter_air.residents import StarterWatch, holders_dir, idle_seconds
 from jupyter_air.training import forkserver
 from jupyter_air.training.zygote_client import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
 
@@ -40,7 +40,7 @@ def main() -> None:
     try:
         listener = _listen(socket_file)
         with listener:
-            _serve(listener, held, idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS))
+            _serve(listener, held, idle_seconds(IDLE_ENV, DEFAULT_IDLE_SECONDS), StarterWatch(holders_dir(lock)))
     finally:
         if private(folder):
             shutil.rmtree(folder, ignore_errors=True)
@@ -59,10 +59,12 @@ def _listen(socket_file: Path) -> socket.socket:
     return listener
 
 
-def _serve(listener: socket.socket, lock: int, idle: float) -> None:
+def _serve(listener: socket.socket, lock: int, idle: float, starter: StarterWatch) -> None:
+    """Fork a fork server for each caller until idle for ``idle`` seconds with none left, or none is left once the
+    Jupyter server that started it has exited and nothing else holds it."""
     children: set[int] = set()
     last = time.monotonic()
-    while children or time.monotonic() - last < idle:
+    while children or (time.monotonic() - last < idle and not starter.should_stop()):
         if select.select([listener], [], [], 1.0)[0]:
             with contextlib.suppress(OSError):  # a caller that went away meanwhile
                 connection, _ = listener.accept()
@@ -74,6 +76,7 @@ def _serve(listener: socket.socket, lock: int, idle: float) -> None:
                 children.discard(ended)
         if children:
             last = time.monotonic()
+        starter.say_kept()
 
 
 def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int | None:

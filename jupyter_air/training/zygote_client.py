@@ -75,6 +75,7 @@ def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
     connection = _reach(name, timeout)
     if connection is None:
         return None
+    residents.hold(lock_path(name))
     request_read, request_write = os.pipe()
     event_read, event_write = os.pipe()
     try:
@@ -98,6 +99,7 @@ def warm() -> bool:
     """Start AIR_HOME's zygote for this process's environment unless one runs, without waiting for it; True when
     one was started."""
     name = key()
+    residents.hold(lock_path(name))
     if locked(lock_path(name)):
         return False
     _spawn(name)

@@ -1,6 +1,7 @@
-"""A real `jupyter server` process with the MLflow UI: it cleans up after itself on SIGTERM and SIGINT, leaving only
-AIR_HOME's resident MLflow server (shared with kernels and `air`, it stops once idle); and it removes the socket
-folders of MLflow servers that are gone when it starts."""
+"""A real `jupyter server` process with the MLflow UI: it cleans up after itself on SIGTERM and SIGINT, and what it
+started for AIR_HOME (its MLflow server, its fork server zygote) stops with it, even when it is killed, unless another
+process holds them (then they keep their idle stop); and it removes the socket folders of MLflow servers that are gone
+when it starts."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import urllib.request
 
 import psutil
 import pytest
-from resident_servers import resident_pids, stop_all, until
+from resident_servers import resident_pids, stop_all, until, zygote_locks
 
-from jupyter_air import scratch
+from jupyter_air import residents, scratch
 from jupyter_air.tracking import resident
+from jupyter_air.training import zygote_client
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TOKEN = "shutdown-test-token"
@@ -68,16 +70,23 @@ def _answers(url: str) -> bool:
 
 
 def _ours(home: pathlib.Path) -> list[psutil.Process]:
-    """Processes started for ``home``, but for its resident MLflow server (which stays by design)."""
-    keep = resident_pids(home)
+    """Processes started for ``home``: the Jupyter server's own, and its resident MLflow server and zygote."""
     found = []
     for proc in psutil.process_iter():
         try:
-            if proc.pid not in keep and proc.environ().get("AIR_HOME") == str(home) and proc.status() != "zombie":
+            if proc.environ().get("AIR_HOME") == str(home) and proc.status() != "zombie":
                 found.append(proc)
         except psutil.Error:
             continue
     return found
+
+
+def _residents_up(home: pathlib.Path) -> tuple[resident.Server, tuple[int, float | None]]:
+    """AIR_HOME's MLflow server (the UI was opened) and the zygote the server started for its kernels."""
+    mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))
+    until(lambda: zygote_locks(home) and zygote_client.holder(zygote_locks(home)[0]), 120)
+    assert mlflow_server is not None and mlflow_server.alive()
+    return mlflow_server, zygote_client.holder(zygote_locks(home)[0])
 
 
 @pytest.fixture
@@ -99,9 +108,7 @@ def _stop(server: subprocess.Popen, stop_signal: int) -> int:
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_jupyter_server_cleans_up_and_leaves_only_the_resident_mlflow_server(
-    home, tmp_path, terminal, stop_signal
-):
+def test_a_stopped_jupyter_server_cleans_up_and_what_it_started_stops_with_it(home, tmp_path, terminal, stop_signal):
     # Given the socket folder of an MLflow server that is gone (killed with the Jupyter server that ran it)
     gone = pathlib.Path(tempfile.mkdtemp(prefix=resident.FOLDER_PREFIX))
     (gone / scratch.OWNER_NAME).write_text("999999 1.0")
@@ -111,46 +118,53 @@ def test_a_stopped_jupyter_server_cleans_up_and_leaves_only_the_resident_mlflow_
     server, base = _start(home, runtime, terminal)
     assert not gone.exists()
 
-    # When its MLflow UI is opened, and the server is then stopped with a signal
+    # When its MLflow UI is opened (its zygote is up too), and the server is then stopped with a signal
     until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
-    mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))
-    assert mlflow_server is not None and mlflow_server.alive()
+    _residents_up(home)
     assert [p.name for p in runtime.glob("jpserver-*.json")] == [f"jpserver-{server.pid}.json"]
     code = _stop(server, stop_signal)
 
     # Then the Jupyter server ran its own clean-up: it exited and its runtime files are gone
     assert code in (0, -stop_signal), server.log.read_text()
     assert list(runtime.glob("jpserver-*")) == []
-    # And of what jupyter_air started, only AIR_HOME's MLflow server is left, for kernels and `air`
-    until(lambda: not _ours(home), 30)
-    assert mlflow_server.alive() and mlflow_server.answers()
-
-    # When another Jupyter server starts on the same AIR_HOME, Then its UI is that same MLflow server
-    again, base = _start(home, runtime, terminal)
-    try:
-        until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
-        assert resident.read(resident.record_path(resident.embedded_uri(home), home)) == mlflow_server
-    finally:
-        _stop(again, stop_signal)
-    assert list(runtime.glob("jpserver-*")) == []
+    # And nothing it started for AIR_HOME is left (a wait, about 5 s: its residents settle 3 s, then stop)
+    until(lambda: not _ours(home), 60)
+    assert resident_pids(home) == set()
 
 
-def test_a_killed_jupyter_server_leaves_the_resident_mlflow_server_to_its_idle_stop(home, tmp_path, terminal):
+def test_a_killed_jupyter_server_leaves_nothing_running_either(home, tmp_path, terminal):
     # Given a Jupyter server whose MLflow UI was opened
     runtime = tmp_path / "runtime"
     server, base = _start(home, runtime, terminal)
     until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
-    mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))
+    _residents_up(home)
 
     # When it is killed (SIGKILL: nothing of it runs any more)
     server.kill()
     server.wait(timeout=60)
 
-    # Then only Jupyter's runtime file (which nothing could remove) and AIR_HOME's MLflow server are left: the
-    # server goes on serving kernels and `air`, and stops once idle (AIR_MLFLOW_IDLE_SECONDS)
+    # Then only Jupyter's runtime file (which nothing could remove) is left: its MLflow server and zygote see it gone
     assert [p.name for p in runtime.glob("jpserver-*.json")] == [f"jpserver-{server.pid}.json"]
-    until(lambda: not _ours(home), 30)
-    assert mlflow_server.alive() and mlflow_server.answers()
+    until(lambda: not _ours(home), 60)
+
+
+def test_what_another_process_holds_outlives_the_server_to_its_idle_stop(home, tmp_path, terminal, monkeypatch):
+    # Given a Jupyter server whose MLflow UI and zygote this process uses too (as a kernel of another server would)
+    runtime = tmp_path / "runtime"
+    server, base = _start(home, runtime, terminal)
+    until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
+    mlflow_server, zygote = _residents_up(home)
+    monkeypatch.setenv("AIR_HOME", str(home))
+    assert resident.find(resident.embedded_uri(home)) == mlflow_server
+    residents.hold(zygote_locks(home)[0])  # as a kernel of another server does when it gets a fork server there
+
+    # When the server is stopped
+    _stop(server, signal.SIGTERM)
+
+    # Then both say they are kept for this process, and go on serving until idle
+    for log in ("mlflow-ui.log", "forks.log"):
+        until(lambda log=log: f"kept for [{os.getpid()}] until idle" in (home / "logs" / log).read_text(), 60)
+    assert mlflow_server.alive() and mlflow_server.answers() and zygote_client.holder(zygote_locks(home)[0]) == zygote
     assert float(_env_of(mlflow_server.pid)[resident.IDLE_ENV]) == 600
 
 

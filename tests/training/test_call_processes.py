@@ -98,7 +98,7 @@ CALLER = """
 import sys
 sys.path.insert(0, {repo!r})
 from jupyter_air import distributed
-from tests.distributed.test_call_processes import start_hidden_daemon_then_hang
+from tests.training.test_call_processes import start_hidden_daemon_then_hang
 distributed(start_hidden_daemon_then_hang, gpus=2, experiment="killed-caller").distributed({folder!r})
 """
 
@@ -156,7 +156,7 @@ def test_folders_left_by_a_call_killed_with_its_fork_server_go_with_this_users_n
 
     def caller(kind: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from jupyter_air import distributed\n"
-        code += f"from tests.distributed.test_call_processes import rank, write_pid_then_hang\n{CALLERS[kind]}"
+        code += f"from tests.training.test_call_processes import rank, write_pid_then_hang\n{CALLERS[kind]}"
         return [sys.executable, "-c", code.format(folder=str(tmp_path))]
 
     # Given a caller whose call runs, killed with its fork server and every process of the call (SIGKILL, as the

@@ -5,6 +5,7 @@ when it starts."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import pty
@@ -31,9 +32,13 @@ READY_SECONDS = 300
 
 @pytest.fixture
 def home(tmp_path):
+    """The servers' AIR_HOME; whatever of it still runs when the test ends (a failed one) is stopped."""
     folder = tmp_path / "home"
     yield folder
     stop_all(folder)
+    for proc in _ours(folder):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def _free_port() -> int:

@@ -6,7 +6,7 @@ stops by itself after an idle time its environment variable sets.
 What a Jupyter server starts for itself stops with it: the server names itself in :data:`STARTER_ENV`, which its
 kernels and terminals inherit, so a resident process that any of them starts knows the server. Every process that
 uses a resident one holds it (:func:`hold`: a file named after its PID in the resident's holders folder). Once the
-server has exited, the resident stops within :data:`STOP_SECONDS` unless another live process holds it; if one
+server has exited, the resident stops within seconds unless another live process holds it; if one
 does, only the idle stop applies (:class:`StarterWatch`)."""
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ NOT_INHERITED = ("AIR_CALL_ID", "AIR_JOB_RUN_ID", "AIR_ATTEMPT", "MLFLOW_RUN_ID"
 STARTER_ENV = "AIR_RESIDENT_STARTER"
 #: Seconds after the starter's exit before a resident decides (its kernels, killed with it, are gone by then).
 SETTLE_SECONDS = 3.0
-#: The most seconds a resident that nobody else holds outlives the server that started it.
-STOP_SECONDS = 10.0
 _held: set[Path] = set()
 
 
@@ -123,7 +121,7 @@ class StarterWatch:
             self._gone_at = time.monotonic()
         if time.monotonic() - self._gone_at < SETTLE_SECONDS:
             return False
-        self.kept_for = [pid for pid in live_holders(self.holders) if pid not in (self._starter[0], os.getpid())]
+        self.kept_for = live_holders(self.holders)  # the starter's own entry is a dead process's by now
         self._starter = None
         return not self.kept_for
 

@@ -1,5 +1,6 @@
 """The runs routes of the Experiment panel and the GPU timeline, against a real Jupyter server and a real
-SQLite MLflow store holding runs made by each source's own code (notebook calls, ``%%air_run``, ``air`` jobs)."""
+SQLite MLflow store holding runs made by each source's own code (notebook calls, ``%%air_run``, ``air`` jobs). The
+timeline's window and its polls: test_runs_polls."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import uuid
 
 import pytest
 from tornado.httpclient import HTTPClientError
-from workloads.workload_helpers import Air, write_workload
 
-from jupyter_air.tracking.naming import NODE_TAG, node_name
+from jupyter_air.tracking.naming import node_name
 
 USER = "alice"
 
@@ -213,54 +213,6 @@ async def test_since_gives_the_runs_started_at_or_after_it(runs, notebook, mlflo
     # Then it gets the recent and the running one, not the old one nor the other notebook's
     assert [r["run_id"] for r in answer["runs"]] == [running.info.run_id, recent.info.run_id]
     assert [r["status"] for r in answer["runs"]] == ["RUNNING", "FINISHED"]
-
-
-@pytest.fixture
-def own_home(air_home, tmp_path, monkeypatch):
-    """An AIR_HOME and embedded store of the test's own (the module's store holds other tests' runs); the server,
-    started on the module's, exported that one's URI: it follows this one's too."""
-    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'air' / 'mlflow.db'}")
-    return tmp_path / "air"
-
-
-async def test_the_timeline_gets_this_nodes_runs_active_in_the_window(runs, own_home, tmp_path):
-    from jupyter_air.tracking.store import client
-
-    # Given an `air` job that ran, runs of notebook calls inside, before and after a window, one still
-    # running, one from another node and a plain MLflow run that jupyter_air did not make
-    air = Air(own_home, f"sqlite:///{own_home / 'mlflow.db'}")
-    mlflow_client = client()
-    job = air.wait(air.submit(write_workload(tmp_path, experiment_name="timeline-jobs", command="echo hi")))
-    job_run = job["attempts"][0]["mlflow_run_id"]
-    info = mlflow_client.get_run(job_run).info
-    experiment_id = mlflow_client.create_experiment(f"timeline-{uuid.uuid4().hex}")
-    start, end = info.start_time - 1000, info.end_time + 1000
-
-    def run(begin, finish, **tags):
-        made = mlflow_client.create_run(experiment_id, start_time=begin, tags={"air.source": "distributed", **tags})
-        if finish is not None:
-            mlflow_client.set_terminated(made.info.run_id, end_time=finish)
-        return made.info.run_id
-
-    inside = run(start + 100, end - 100, **{NODE_TAG: node_name()})
-    straddling = run(start - 5000, start + 10)
-    running = run(start - 5000, None)
-    run(start - 9000, start - 8000)  # before
-    run(end + 10, end + 20)  # after
-    run(start + 100, end - 100, **{NODE_TAG: "another-node"})
-    plain = mlflow_client.create_run(experiment_id, start_time=start + 100)
-    mlflow_client.set_terminated(plain.info.run_id, end_time=end - 100)
-
-    # When the GPU panel asks for the runs of its charts' window
-    answer = await runs(**{"from": start, "to": end})
-
-    # Then it gets exactly the runs of jupyter_air on this node active in the window, the job's among them
-    found = {r["run_id"]: r for r in answer["runs"]}
-    assert set(found) == {job_run, inside, straddling, running}
-    assert found[job_run]["source"] == "job" and found[job_run]["job_run_id"] == job["job_run_id"]
-    assert found[job_run]["attempt"] == 0 and found[running]["end_ms"] is None
-    assert answer["node"] == node_name() and answer["truncated"] is False
 
 
 async def test_no_store_yet_means_no_runs_and_nothing_created(jp_fetch, tmp_path, monkeypatch):

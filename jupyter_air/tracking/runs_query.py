@@ -118,13 +118,13 @@ class RunsQuery:
         if not experiments:
             return {**answer, "runs": [], "truncated": False}
         started = f"attributes.start_time <= {to_ms}"
-        found, truncated = {}, False
+        found, truncated, here = {}, False, node_name()
         for active in (f"attributes.end_time >= {from_ms}", "attributes.status = 'RUNNING'"):
             batch = client.search_runs(
                 list(experiments), and_(started, active), max_results=MAX_WINDOW_RUNS, order_by=ORDER
             )
             truncated |= len(batch) == MAX_WINDOW_RUNS
-            found.update({r.info.run_id: r for r in batch if _ours(r, node)})
+            found.update({r.info.run_id: r for r in batch if _ours(r, node, here)})
         runs = sorted(found.values(), key=newest_first)[:MAX_WINDOW_RUNS]
         return {**answer, "runs": [run_json(r, experiments, self.base_url) for r in runs], "truncated": truncated}
 
@@ -194,10 +194,11 @@ def _experiments(client) -> dict[str, str]:
             return found
 
 
-def _ours(run, node: str) -> bool:
-    """A run of jupyter_air started on ``node`` (runs recorded before the node tag existed count as this one's)."""
+def _ours(run, node: str, here: str) -> bool:
+    """A run of jupyter_air started on ``node`` (runs recorded before the node tag existed count as ``here``'s, this
+    node's)."""
     tags = run.data.tags
-    return source_of(tags) is not None and tags.get(NODE_TAG, node_name()) == node
+    return source_of(tags) is not None and tags.get(NODE_TAG, here) == node
 
 
 def _int(value: str | None) -> int | None:

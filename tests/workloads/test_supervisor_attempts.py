@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from workload_helpers import job_spec
 
 from jupyter_air.cluster.errors import ClusterError
 from jupyter_air.workloads.state.store import JobStore
@@ -67,20 +68,7 @@ def supervise(tmp_path, tracking_uri, monkeypatch):
     store = JobStore(tmp_path / "air")
 
     def run(runners: list[dict], during=None, **spec):
-        spec = {
-            "experiment_name": "air-tests-supervisor",
-            "command": "true",
-            "compute": {"num_accelerators": 0},
-            "env_variables": {},
-            "parameters": {"lr": 0.1},
-            "max_retries": len(runners) - 1,
-            "retry_delay_seconds": 0,
-            "timeout_minutes": None,
-            "mlflow_run_name": "scripted",
-            "mlflow_artifact_location": None,
-            "code_source": {"root_path": str(tmp_path)},
-            **spec,
-        }
+        spec = job_spec(tmp_path, max_retries=len(runners) - 1, mlflow_run_name="scripted", **spec)
         job = store.create_job(spec, "w.yaml", "me", "local", tracking_uri)
         made = [ScriptedRunner(tmp_path / f"attempt_{n}", **script) for n, script in enumerate(runners)]
         supervisor = Supervisor(store, job.job_run_id)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
-from workload_helpers import Air, embedded, write_workload
+from workload_helpers import Air, embedded, job_spec, write_workload
 
 from jupyter_air.cli import main
 
@@ -195,19 +195,7 @@ def test_a_failure_right_after_the_attempts_run_is_created_ends_that_run(
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     store = JobStore(tmp_path / "air")
-    spec = {
-        "experiment_name": "air-tests-record-fails",
-        "command": "true",
-        "compute": {"num_accelerators": 0},
-        "env_variables": {},
-        "parameters": {"lr": 0.1},
-        "max_retries": 0,
-        "retry_delay_seconds": 0,
-        "timeout_minutes": None,
-        "mlflow_run_name": "recorded",
-        "mlflow_artifact_location": None,
-        "code_source": {"root_path": str(tmp_path)},
-    }
+    spec = job_spec(tmp_path, experiment_name="air-tests-record-fails", mlflow_run_name="recorded")
     job = store.create_job(spec, "w.yaml", "me", "local", tracking_uri)
 
     def broken(*args, **kwargs):

@@ -106,6 +106,25 @@ def write_workload(folder: Path, name: str = "workload.yaml", **fields) -> Path:
     return path
 
 
+def job_spec(folder: Path, **changes) -> dict:
+    """A resolved workload (as the job store keeps it) of a command run here, with ``changes``, for tests that
+    create a job in a store themselves and run its supervisor in their own process."""
+    return {
+        "experiment_name": "air-tests-supervisor",
+        "command": "true",
+        "compute": {"num_accelerators": 0},
+        "env_variables": {},
+        "parameters": {"lr": 0.1},
+        "max_retries": 0,
+        "retry_delay_seconds": 0,
+        "timeout_minutes": None,
+        "mlflow_run_name": None,
+        "mlflow_artifact_location": None,
+        "code_source": {"root_path": str(folder)},
+        **changes,
+    }
+
+
 def embedded(home: Path) -> Air:
     """An `Air` on AIR_HOME with the embedded MLflow store (no MLFLOW_TRACKING_URI), as a user has it."""
     air = Air(home, tracking_uri="")

@@ -12,8 +12,6 @@ The goal: the first call at most 0.3x the bare import.
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,13 +20,11 @@ from benchmarks.bench_first_use import (
     GOAL_RUNS,
     HELD,
     SETUPS,
-    answers_ok,
     existing_store,
-    free_port,
     kernel_env,
     listed,
+    start_server,
     timed_cells,
-    wait_for,
 )
 
 #: Seconds between the server's start and the notebook's first cell: a person opening a notebook.
@@ -41,21 +37,10 @@ def first_call_after_server_start(home: Path, warm: bool) -> tuple[float, str]:
     ``home`` (with ``fork_zygote_at_start`` set to ``warm``), and what the kernel holds afterwards."""
     from jupyter_air.training import zygote_client
 
-    port, token = free_port(), "bench-first-day"
-    server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1"),
-            *("--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False"),
-            *("--ServerApp.allow_root=True", "--ServerApp.log_level=WARN", "--JupyterAir.gpu_source=none"),
-            f"--JupyterAir.fork_zygote_at_start={warm}",
-        ],
-        env=kernel_env(home),
-        cwd=home,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    token = "bench-first-day"
+    options = ("--JupyterAir.gpu_source=none", f"--JupyterAir.fork_zygote_at_start={warm}")
+    server, _ = start_server(home, kernel_env(home), token, *options)
     try:
-        wait_for(lambda: answers_ok(f"http://127.0.0.1:{port}/jupyter-air/version", token), 60)
         time.sleep(OPENING_SECONDS)
         cells = list(SETUPS[".distributed()"])
         return timed_cells(home, [*cells, HELD], len(cells))

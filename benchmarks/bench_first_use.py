@@ -150,31 +150,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def first_run_page_seconds(home: Path) -> float:
-    """Seconds from a run existing to its MLflow UI page answering through a Jupyter server started earlier."""
-    port, token = free_port(), "bench-first-use"
-    env = kernel_env(home)
+def start_server(home: Path, env: dict[str, str], token: str, *options: str) -> tuple[subprocess.Popen, str]:
+    """A quiet Jupyter server on a free loopback port in ``home`` with ``options``, once it answers; and its URL."""
+    port = free_port()
     server = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            f"--port={port}",
-            "--ip=127.0.0.1",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            "--ServerApp.open_browser=False",
-            "--ServerApp.allow_root=True",
-            "--ServerApp.log_level=WARN",
+            *(sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1"),
+            *("--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False"),
+            *("--ServerApp.allow_root=True", "--ServerApp.log_level=WARN", *options),
         ],
         env=env,
         cwd=home,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    base = f"http://127.0.0.1:{port}/"
     try:
-        base = f"http://127.0.0.1:{port}/"
-        wait_for(lambda: answers_ok(base + "jupyter-air/version", token), 60)
+        wait_for(lambda: answers_ok(base + "jupyter-air/version", token), 120)
+    except BaseException:
+        server.kill()
+        raise
+    return server, base
+
+
+def first_run_page_seconds(home: Path) -> float:
+    """Seconds from a run existing to its MLflow UI page answering through a Jupyter server started earlier."""
+    token, env = "bench-first-use", kernel_env(home)
+    server, base = start_server(home, env, token)
+    try:
         time.sleep(20)  # a person opens a notebook and starts training meanwhile
         made = subprocess.run(
             [

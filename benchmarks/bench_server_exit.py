@@ -13,15 +13,13 @@ from __future__ import annotations
 import os
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
-from benchmarks.bench_first_use import answers_ok, free_port, wait_for
+from benchmarks.bench_first_use import answers_ok, start_server, wait_for
 
 RUNS = 5
 GOAL_SECONDS = 10.0
@@ -55,23 +53,11 @@ def one_exit(home: Path) -> dict[str, float]:
     """Start a server on ``home``, open its MLflow UI, stop it; the figures of one run."""
     from jupyter_air.tracking import resident
 
-    port, token = free_port(), "bench-server-exit"
+    token = "bench-server-exit"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "JPY_", "AIR_"))}
     env.update(AIR_HOME=str(home), JUPYTER_AIR_GPU_SOURCE="none")
-    server = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1"),
-            *("--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", "--ServerApp.open_browser=False"),
-            *("--ServerApp.allow_root=True", "--ServerApp.log_level=WARN"),
-        ],
-        env=env,
-        cwd=home,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server, base = start_server(home, env, token)
     try:
-        base = f"http://127.0.0.1:{port}/"
-        wait_for(lambda: answers_ok(base + "jupyter-air/version", token), 120)
         wait_for(lambda: answers_ok(base + "mlflow/", token), 300)
         wait_for(lambda: _zygote(home) is not None, 120)
         mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))

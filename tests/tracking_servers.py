@@ -36,6 +36,9 @@ class TrackingServer:
         command += ["--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1"]
         command += ["--port", self.uri.rsplit(":", 1)[1]]
         env = {**(os.environ if env is None else env), "TMPDIR": str(folder)}  # its temp files stay in folder
+        # Without MLflow's GenAI job runner (8 more processes importing MLflow: 18.5 CPU-seconds and 2.3 GiB to start
+        # in place of 4.3 and 0.5), which no test of a tracking server uses.
+        env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
         with open(folder / "server.log", "wb") as log:
             self.process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

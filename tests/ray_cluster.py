@@ -34,6 +34,9 @@ AGENT_ENV, GUARD_ENV = "AIR_AGENT_ID", "AIR_AGENT_GUARD"
 CLUSTER_ENV = "AIR_TEST_RAY_CLUSTER"
 #: Tries to start one node (see LocalCluster._started).
 _NODE_TRIES = 3
+#: The folders of the clusters this process started: the processes of another process's test cluster (the browser
+#: tests' servers run one beside the Python tests) are not this process's to count.
+STARTED_HERE: set[str] = set()
 
 
 def free_port() -> int:
@@ -57,6 +60,7 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         self.root = Path(tempfile.mkdtemp(prefix="air-ray-", dir="/tmp"))
+        STARTED_HERE.add(str(self.root))
         self.temp_dir = self.root / "ray"
         self.temp_dir.mkdir()
         os.environ["RAY_TMPDIR"] = str(self.root)  # Ray's address file and sessions go here, not in /tmp/ray
@@ -199,22 +203,33 @@ def _kill(pids: dict[int, float]) -> None:
     psutil.wait_procs(procs, timeout=5)
 
 
+def _another_process_cluster(env: dict[str, str]) -> bool:
+    """Whether a process of environment ``env`` runs on a test cluster another process started."""
+    root = env.get(CLUSTER_ENV)
+    return root is not None and root not in STARTED_HERE
+
+
 def agent_processes() -> list[psutil.Process]:
-    """Live processes a node actor started (forkservers, ranks, workload commands) and the actors' guards."""
+    """Live processes a node actor started (forkservers, ranks, workload commands) and the actors' guards, on the
+    nodes of any cluster but another process's test cluster."""
     found = []
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
             env = proc.environ()
-            if (AGENT_ENV in env or GUARD_ENV in env) and proc.status() != psutil.STATUS_ZOMBIE:
+            agent = (AGENT_ENV in env or GUARD_ENV in env) and not _another_process_cluster(env)
+            if agent and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
     return found
 
 
 def actor_processes(class_name: str) -> list[psutil.Process]:
-    """Live Ray worker processes running an actor of ``class_name`` (Ray titles them ``ray::<Class>...``)."""
+    """Live Ray worker processes running an actor of ``class_name`` (Ray titles them ``ray::<Class>...``), on the
+    nodes of any cluster but another process's test cluster."""
     found = []
     for proc in psutil.process_iter(["cmdline", "status"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
         if cmdline.startswith(f"ray::{class_name}") and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
+            with contextlib.suppress(psutil.Error):
+                if not _another_process_cluster(proc.environ()):
+                    found.append(proc)
     return found

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from ray_cluster import CLUSTER_ENV
+from ray_cluster import CLUSTER_ENV, STARTED_HERE
 from ray_nobody import answers, as_nobody
 
 #: Two `ray start` runs, each tried up to 3 times when a loaded machine makes Ray give up on a node.
@@ -80,6 +80,7 @@ class Machine:
     def __init__(self, address: str):
         self.address = address
         self.home = Path(tempfile.mkdtemp(prefix="air-rs-", dir="/tmp"))  # short: Ray's socket paths are below it
+        STARTED_HERE.add(str(self.home))
         self.started: list[subprocess.Popen] = []
         self.exports: dict[str, str] = {}
 

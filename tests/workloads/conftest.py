@@ -1,19 +1,38 @@
-"""Fixtures for the `air` workload tests: AIR_HOME and an MLflow SQLite store in temp dirs, real processes."""
+"""Fixtures for the `air` workload tests: AIR_HOME and an MLflow store in temp dirs, real processes."""
 
 from __future__ import annotations
 
 import pytest
+from tracking_servers import tracking_server
 from workload_helpers import make_air
 
 
 @pytest.fixture(scope="session")
-def tracking_uri(tmp_path_factory) -> str:
-    """One MLflow SQLite store for the session, its tables created once (migrations take seconds)."""
+def served_tracking_uri(tmp_path_factory):
+    """The session's MLflow store served over HTTP by a real `mlflow server` on 127.0.0.1 (SQLite, artifacts served),
+    as a team's tracking server is: jobs create, log to and end their runs through MLflow's REST API, so their
+    supervisors do not import MLflow (about 2 CPU-seconds each)."""
+    with tracking_server(tmp_path_factory.mktemp("mlflow-server")) as server:
+        yield server.ready()
+
+
+@pytest.fixture(scope="session")
+def local_tracking_uri(tmp_path_factory) -> str:
+    """The session's MLflow store read in place (a SQLite file), its tables created once (migrations take seconds)."""
     uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
     from mlflow.tracking import MlflowClient
 
     MlflowClient(uri).search_experiments()
     return uri
+
+
+@pytest.fixture(scope="module")
+def tracking_uri(request) -> str:
+    """Where a module's jobs track: the session's tracking server, or for a module marked `local_store` (run links
+    through the Jupyter server's MLflow UI, job grants that grant the experiment, a local store's own server) the
+    session's store read in place."""
+    local = request.node.get_closest_marker("local_store") is not None
+    return request.getfixturevalue("local_tracking_uri" if local else "served_tracking_uri")
 
 
 @pytest.fixture
@@ -30,7 +49,7 @@ def module_air(tmp_path_factory, tracking_uri):
     yield from make_air(tmp_path_factory.mktemp("air"), tracking_uri)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def mlflow_client(tracking_uri):
     from mlflow.tracking import MlflowClient
 

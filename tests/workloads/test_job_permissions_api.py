@@ -11,6 +11,8 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from workload_helpers import write_workload
 
+pytestmark = pytest.mark.local_store  # a job grant grants the experiment in the store
+
 ME = getpass.getuser()
 
 

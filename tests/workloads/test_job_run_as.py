@@ -25,7 +25,10 @@ from jupyter_air.workloads.state.permissions import Caller
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor.control import cancel, reap
 
-pytestmark = pytest.mark.skipif(shutil.which("runuser") is None or os.geteuid() != 0, reason="needs root")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("runuser") is None or os.geteuid() != 0, reason="needs root"),
+    pytest.mark.local_store,  # a local store's own server, and a local artifact folder
+]
 
 PROBE = (
     'echo "as $(id -un) home=$HOME token=${MLFLOW_TRACKING_TOKEN:-none} hub=${JUPYTERHUB_API_TOKEN:-none}"; '

@@ -14,6 +14,8 @@ from workload_helpers import write_workload
 
 from jupyter_air.workloads.state.logs import OUTPUT, node_dir
 
+pytestmark = pytest.mark.local_store  # run links go through the Jupyter server's MLflow UI
+
 
 @pytest.fixture
 def api(jp_fetch):

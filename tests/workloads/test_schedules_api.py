@@ -11,6 +11,8 @@ import pytest
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 from workload_helpers import write_workload
 
+pytestmark = pytest.mark.local_store  # run links go through the Jupyter server's MLflow UI
+
 SLEEP = "python -c 'import time; time.sleep(120)'"
 
 

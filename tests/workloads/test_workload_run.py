@@ -12,6 +12,8 @@ import textwrap
 import pytest
 from workload_helpers import write_workload
 
+pytestmark = pytest.mark.local_store  # run links go through the Jupyter server's MLflow UI
+
 TRAIN = textwrap.dedent(
     """
     import os, sys

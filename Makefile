@@ -88,9 +88,10 @@ lint-py:
 	$(VENV)/bin/lint-imports --no-cache
 
 # Every Python test: the Ray tests in one process (they share one Ray cluster) beside the others, which run on
-# PYTEST_WORKERS pytest-xdist workers (2 on 2 cores: most tests wait on processes and servers); then the tests
-# that must run alone.
+# PYTEST_WORKERS pytest-xdist workers (2 beside the other suites on 2 cores; CHECK_WORKERS, 3, in `make check`,
+# where they run alone: most tests wait on processes and servers); then the tests that must run alone.
 PYTEST_WORKERS ?= 2
+CHECK_WORKERS ?= 3
 PYTEST_SKIP := not gpu and not dist and not alone
 test-py:
 	$(MAKE) -j 2 --output-sync=target test-py-ray test-py-local
@@ -100,17 +101,15 @@ test-py-ray:
 	$(PY) -m pytest -q -m 'ray and $(PYTEST_SKIP)'
 
 test-py-local:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not ray and $(PYTEST_SKIP)'
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m 'not ray and $(PYTEST_SKIP)'
 
 test-py-alone:
 	$(PY) -m pytest -q -m alone
 
 # The inner loop, for after each change: the linters, the TypeScript unit tests and the Python tests that need no
-# Ray cluster, no browser and no wheel build.
+# Ray cluster, no browser and no wheel build, side by side; alone on the machine, those Python tests take 3 workers.
 check: install
-	$(MAKE) lint
-	$(MAKE) test-js
-	$(MAKE) test-py-local
+	$(MAKE) -j 3 --output-sync=target lint test-js test-py-local PYTEST_WORKERS=$(CHECK_WORKERS)
 
 test-js:
 	jlpm test

@@ -68,14 +68,15 @@ dist: install
 	$(PY) -m build --no-isolation --outdir dist .
 
 # The linters first: a finding fails `make test` (and CI) before any suite runs. Then, side by side, the Ray tests
-# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), the TypeScript, wheel and docs
-# builds, and the browser tests (each target's output shown whole once it ends): alone, the browser tests keep the
-# cores half idle (their waits are on the page), and together the suites keep both busy. Then the Python tests that
-# must run alone.
+# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript, wheel and
+# docs builds (each target's output shown whole once it ends); then the Python tests that must run alone, and the
+# browser tests. The browser tests beside the others took the gate from 22 to 17 minutes, but the load made a
+# call's interrupt test and a stop test fail in one gate of three: they stay apart (docs/development.md).
 test: install chromium
 	$(MAKE) lint
-	$(MAKE) -j 4 --output-sync=target test-py-ray test-py-local test-other test-ui
+	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local test-other
 	$(MAKE) test-py-alone
+	$(MAKE) test-ui
 
 test-other: test-js test-dist docs
 

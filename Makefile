@@ -102,7 +102,7 @@ test-py-ray:
 	$(PY) -m pytest -q -m 'ray and $(PYTEST_SKIP)'
 
 test-py-local:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m 'not ray and $(PYTEST_SKIP)'
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not ray and $(PYTEST_SKIP)'
 
 test-py-alone:
 	$(PY) -m pytest -q -m alone

@@ -70,8 +70,8 @@ dist: install
 # The linters first: a finding fails `make test` (and CI) before any suite runs. Then, side by side, the Ray tests
 # (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript, wheel and
 # docs builds (each target's output shown whole once it ends); then the Python tests that must run alone, and the
-# browser tests. The browser tests beside the others took the gate from 22 to 17 minutes, but the load made a
-# call's interrupt test and a stop test fail in one gate of three: they stay apart (docs/development.md).
+# browser tests. Beside the others they took the gate to about 17 minutes, but a stopped call's temp folders were
+# found a moment too early in one of three such gates: they stay apart until more gates say (docs/development.md).
 test: install chromium
 	$(MAKE) lint
 	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local test-other

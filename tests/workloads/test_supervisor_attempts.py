@@ -4,6 +4,7 @@ process. The end-to-end tests keep what only real processes show (a process tree
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from pathlib import Path
@@ -108,10 +109,13 @@ def test_failed_attempts_are_retried_until_one_succeeds_each_its_own_run_with_it
 
 
 def test_when_retries_run_out_the_job_fails_with_the_last_attempts_exit(supervise):
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     code, job, _ = supervise([{"exit_code": 1}, {"exit_code": 3}])
 
     assert code == 1 and job.status == "FAILED" and job.exit_code == 3
     assert job.error == "command exited with code 3" and len(job.attempts) == 2
+    # And the supervisor left this process's signal handlers as they were (its process's own are set by its main)
+    assert {sig: signal.getsignal(sig) for sig in handlers} == handlers
 
 
 def test_an_attempt_past_its_timeout_is_stopped_and_the_job_timed_out_without_retry(supervise, mlflow_client):

@@ -68,9 +68,6 @@ class Supervisor:
         self.tracking = None
 
     def run(self) -> int:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.cancel.set())
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         self.writes = StateWrites(self.store.home, self.store.job_dir(self.job_run_id), self.job_run_id)
         try:
             try:
@@ -256,4 +253,10 @@ def main(argv: list[str]) -> None:
     else:
         store = JobStore(air_home())
     load_service_secrets()  # on the team's job service: its credentials, in memory only
-    raise SystemExit(Supervisor(store, job_run_id, user_umask).run())
+    supervisor = Supervisor(store, job_run_id, user_umask)
+    # SIGTERM and SIGINT cancel the job: the process's handlers, set here, so that a Supervisor run inside another
+    # process (a test's) leaves that process's own alone
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: supervisor.cancel.set())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    raise SystemExit(supervisor.run())

@@ -12,12 +12,28 @@ import time
 
 import psutil
 import pytest
+from tracking_servers import tracking_server
 
 
 @pytest.fixture(scope="session")
 def air_home(tmp_path_factory) -> pathlib.Path:
     """One AIR_HOME (and so one SQLite store) for every test here: creating a store costs seconds."""
     return tmp_path_factory.mktemp("air-home")
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """The session's plain `mlflow server` over HTTP on 127.0.0.1 (SQLite, served artifacts), as a team's tracking
+    server is; one per session (per xdist worker), as each takes about 4 CPU-seconds to start. Started at once, so its
+    start overlaps the caller's set-up; ``ready()`` waits until it answers."""
+    with tracking_server(tmp_path_factory.mktemp("mlflow-server")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def served_tracking_uri(mlflow_server) -> str:
+    """The http:// URI of :func:`mlflow_server`, answering."""
+    return mlflow_server.ready()
 
 
 @pytest.fixture

@@ -8,20 +8,16 @@ import http.client
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import tracking_servers
 
 from jupyter_air.tracking.entities import TrackingError
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-#: Seconds `mlflow server` may take to answer /health (about 20 s on a quiet machine).
-START_SECONDS = 300
 TOKEN, USER, PASSWORD = "s3cret-token", "alice", "pa:ss"
 
 RUN_ON_SERVER = """
@@ -38,24 +34,11 @@ print(run.run_id, "mlflow" in sys.modules)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def tracking_server(tmp_path_factory):
-    """A real `mlflow server` on 127.0.0.1 (SQLite, served artifacts), answering: its http:// URI."""
-    with tracking_servers.tracking_server(tmp_path_factory.mktemp("tracking-server")) as server:
-        yield server.ready()
-
-
-@pytest.fixture(scope="module")
-def guarded(tracking_server):
+def guarded(served_tracking_uri):
     """The server behind a gate that lets through only MLflow's token or basic credentials (as a real deployment's
     authenticating proxy does); its http:// URI."""
-    upstream = tracking_server.removeprefix("http://")
+    upstream = served_tracking_uri.removeprefix("http://")
     allowed = {f"Bearer {TOKEN}", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()}
 
     class Gate(BaseHTTPRequestHandler):
@@ -94,7 +77,9 @@ def _run_on(uri: str, log: pathlib.Path, name: str, **auth: str) -> subprocess.C
     )
 
 
-def test_runs_on_a_tracking_server_go_through_its_rest_api_with_mlflows_credentials(tracking_server, guarded, tmp_path):
+def test_runs_on_a_tracking_server_go_through_its_rest_api_with_mlflows_credentials(
+    served_tracking_uri, guarded, tmp_path
+):
     from mlflow.tracking import MlflowClient
 
     # Given a tracking server that wants credentials, and a log file to keep
@@ -106,7 +91,7 @@ def test_runs_on_a_tracking_server_go_through_its_rest_api_with_mlflows_credenti
     with_password = _run_on(guarded, log, "password", MLFLOW_TRACKING_USERNAME=USER, MLFLOW_TRACKING_PASSWORD=PASSWORD)
 
     # Then both runs exist, ended, with their params, system metrics and the log, and MLflow was never imported
-    client = MlflowClient(tracking_server)
+    client = MlflowClient(served_tracking_uri)
     for done, name in ((with_token, "token"), (with_password, "password")):
         assert done.returncode == 0, done.stderr
         run_id, imported = done.stdout.split()
@@ -124,7 +109,7 @@ def test_runs_on_a_tracking_server_go_through_its_rest_api_with_mlflows_credenti
     assert "TrackingError: UNAUTHENTICATED: Missing credentials" in refused.stderr
 
 
-def test_a_tracking_server_error_reads_as_in_mlflows_own_client(tracking_server, store, monkeypatch):
+def test_a_tracking_server_error_reads_as_in_mlflows_own_client(served_tracking_uri, store, monkeypatch):
     from mlflow.tracking import MlflowClient
 
     from jupyter_air.tracking.store import tracker
@@ -132,17 +117,17 @@ def test_a_tracking_server_error_reads_as_in_mlflows_own_client(tracking_server,
 
     # Given a run id that the tracking server does not know, to resume
     missing = "0" * 32
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", served_tracking_uri)
     monkeypatch.setenv("MLFLOW_RUN_ID", missing)
 
     # When it is read, Then the error is MLflow's own words, as MLflow's client says them
     with pytest.raises(TrackingError) as ours:
         tracker().get_run(missing)
     with pytest.raises(Exception) as theirs:
-        MlflowClient(tracking_server).get_run(missing)
+        MlflowClient(served_tracking_uri).get_run(missing)
     assert str(ours.value) == str(theirs.value) == f"RESOURCE_DOES_NOT_EXIST: Run with id={missing} not found"
     # And a call that resumes it says which variable named it, in which store, with the server's words
     with pytest.raises(TrackingError) as resumed:
         create_run(experiment=None, run_name=None, tags={})
-    assert f"MLFLOW_RUN_ID={missing} names no run of {tracking_server}" in str(resumed.value)
+    assert f"MLFLOW_RUN_ID={missing} names no run of {served_tracking_uri}" in str(resumed.value)
     assert str(theirs.value) in str(resumed.value)

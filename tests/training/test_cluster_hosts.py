@@ -15,20 +15,12 @@ from contextlib import redirect_stdout
 
 import pytest
 from ray_cluster import actor_processes, agent_processes
-from tracking_servers import tracking_server
 
 from jupyter_air import distributed
 from jupyter_air.cluster.errors import TrackingUnreachable
 from jupyter_air.training.errors import NodeLost
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
-
-
-@pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory):
-    """A real `mlflow server` on 127.0.0.1 (:mod:`tracking_servers`), started at once, waited for by ``two_hosts``."""
-    with tracking_server(tmp_path_factory.mktemp("mlflow-server")) as server:
-        yield server
 
 
 #: GPUs of each labelled node: more than the session cluster's own nodes have, so 3-GPU calls land only here.
@@ -38,7 +30,7 @@ HOST_GPUS = 3
 @pytest.fixture(scope="module")
 def two_hosts(ray_cluster, mlflow_server):
     """Two nodes added to the session's cluster, labelled as two machines (host-a, host-b), with 3 fake GPUs
-    each; and the MLflow server, ready. The nodes are removed after the module (one is lost by then)."""
+    each; and the session's MLflow server, ready. The nodes are removed after the module (one is lost by then)."""
     nodes = [ray_cluster.add_node(gpus=HOST_GPUS, cpus=HOST_GPUS, host=host) for host in ("host-a", "host-b")]
     ray_cluster.wait_for_nodes()
     mlflow_server.ready()

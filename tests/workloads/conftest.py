@@ -3,17 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tracking_servers import tracking_server
 from workload_helpers import make_air
-
-
-@pytest.fixture(scope="session")
-def served_tracking_uri(tmp_path_factory):
-    """The session's MLflow store served over HTTP by a real `mlflow server` on 127.0.0.1 (SQLite, artifacts served),
-    as a team's tracking server is: jobs create, log to and end their runs through MLflow's REST API, so their
-    supervisors do not import MLflow (about 2 CPU-seconds each)."""
-    with tracking_server(tmp_path_factory.mktemp("mlflow-server")) as server:
-        yield server.ready()
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +18,8 @@ def local_tracking_uri(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def tracking_uri(request) -> str:
-    """Where a module's jobs track: the session's tracking server, or for a module marked `local_store` (run links
+    """Where a module's jobs track: the session's tracking server (so their supervisors take MLflow's REST API, not
+    MLflow's client: about 2 CPU-seconds each), or for a module marked `local_store` (run links
     through the Jupyter server's MLflow UI, job grants that grant the experiment, a local store's own server) the
     session's store read in place."""
     local = request.node.get_closest_marker("local_store") is not None

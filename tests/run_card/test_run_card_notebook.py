@@ -9,6 +9,7 @@ import time
 
 import nbformat
 import pytest
+from live_runs import live_run_ids, new_live_run
 from nbclient import NotebookClient
 
 from jupyter_air.run_card.widget import WIDGET_VIEW_MIMETYPE
@@ -65,13 +66,13 @@ def notebook_env(store, monkeypatch, tmp_path):
     return tmp_path
 
 
-def stop_when_started(marker: pathlib.Path, air_home: pathlib.Path, sent: dict) -> None:
-    """Press Stop (as the server route does) once the %%air_run cell is busy."""
+def stop_when_started(marker: pathlib.Path, air_home: pathlib.Path, sent: dict, before: set[str]) -> None:
+    """Press Stop (as the server route does) once the %%air_run cell is busy: on its run, the one not live
+    ``before``."""
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    (owner,) = (air_home / "live-runs").glob("*.pid")
-    sent["accepted"] = request_stop(owner.name.removesuffix(".pid"))
+    sent["accepted"] = request_stop(new_live_run(air_home, before))
 
 
 @pytest.mark.usefixtures("no_orphans")
@@ -84,7 +85,8 @@ def test_saved_cards_are_static_readable_and_small(notebook_env, air_home, runs_
         nb.cells[failing].metadata["tags"] = ["raises-exception"]
     client = NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(notebook_env)}})
     sent: dict = {}
-    stopper = threading.Thread(target=stop_when_started, args=(marker, air_home, sent))
+    before = live_run_ids(air_home)
+    stopper = threading.Thread(target=stop_when_started, args=(marker, air_home, sent, before))
     stopper.start()
 
     # When a real kernel executes it headless, the busy %%air_run cell being stopped

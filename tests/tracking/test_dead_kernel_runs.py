@@ -11,6 +11,7 @@ import time
 import psutil
 import pytest
 from fork_servers import fork_server_tree
+from live_runs import live_run_ids, new_live_run
 from waiting import eventually
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -39,11 +40,11 @@ def jp_server_config(air_home, air_config, fake_nvml):
 
 async def test_the_run_of_a_killed_kernel_ends_failed_and_leaves_nothing(jp_serverapp, store, air_home, tmp_path):
     # Given a kernel (a process of this user) in the middle of a 2-rank call, under this server's AIR_HOME
+    before = live_run_ids(air_home)
     kernel = subprocess.Popen([sys.executable, "-c", KERNEL.format(repo=str(REPO), folder=str(tmp_path))])
     try:
         await eventually(lambda: all((tmp_path / f"rank{r}").exists() for r in (0, 1)), timeout=120)
-        (registration,) = (air_home / "live-runs").glob("*.pid")
-        run_id = registration.name.removesuffix(".pid")
+        run_id = new_live_run(air_home, before)
         _, below = fork_server_tree(kernel.pid)  # the call's processes
 
         # When the kernel is killed with SIGKILL (it cleans up nothing)

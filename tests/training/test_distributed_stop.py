@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from live_runs import live_run_ids, new_live_run
 
 from jupyter_air import distributed
 from jupyter_air.tracking.lifecycle import RunStopped
@@ -34,16 +35,12 @@ def train_forever(folder):
         time.sleep(0.1)
 
 
-def live_run_ids(air_home: pathlib.Path) -> list[str]:
-    return [p.name.removesuffix(".pid") for p in (air_home / "live-runs").glob("*.pid")]
-
-
 def stop_once_ranks_run(folder: pathlib.Path, air_home: pathlib.Path, sent: dict, before: set[str]) -> None:
     """As the Stop route does: once both ranks run, ask the call's live run (not one live ``before``) to stop."""
     deadline = time.monotonic() + 120
     while not all((folder / f"rank{r}").exists() for r in (0, 1)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    (run_id,) = set(live_run_ids(air_home)) - before
+    run_id = new_live_run(air_home, before)
     sent["run_id"], sent["accepted"] = run_id, request_stop(run_id)
 
 
@@ -51,7 +48,7 @@ def test_a_stop_request_stops_every_rank_and_kills_the_run(store, runs_of, air_h
     # Given a 2-rank call that trains until stopped, and a Stop request sent once its ranks run
     call = distributed(train_forever, gpus=2, experiment="stop-requests")
     sent: dict = {}
-    before = set(live_run_ids(air_home))  # the session's AIR_HOME: another test's kernel may still be live
+    before = live_run_ids(air_home)
     stopper = threading.Thread(target=stop_once_ranks_run, args=(tmp_path, air_home, sent, before))
     stopper.start()
 
@@ -68,4 +65,4 @@ def test_a_stop_request_stops_every_rank_and_kills_the_run(store, runs_of, air_h
     assert (run.info.status, run.data.tags["air.error"]) == ("KILLED", STOPPED)
     assert run.data.metrics["train_loss"] > 0
     # And the run no longer takes Stop requests (no process of it is left: checked by no_orphans)
-    assert set(live_run_ids(air_home)) <= before and request_stop(sent["run_id"]) is False
+    assert live_run_ids(air_home) <= before and request_stop(sent["run_id"]) is False

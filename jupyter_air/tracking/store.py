@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import pathlib
+import sqlite3
 from collections.abc import Iterator, Mapping, MutableMapping
 from urllib.parse import unquote
 
@@ -20,6 +21,8 @@ from jupyter_air.tracking.rest import RestTracking
 PROXY_PATH = "mlflow/"
 #: Experiment tag MLflow 3's UI reads to show an experiment as model training rather than GenAI.
 EXPERIMENT_KIND_TAG, MODEL_TRAINING = "mlflow.experimentKind", "custom_model_development"
+#: Seconds a read of the store waits while other processes write to it (MLflow's own store waits 20 s).
+BUSY_SECONDS = 30.0
 
 # MLflow announces at INFO level that it creates or upgrades the SQLite store's tables; in a notebook that
 # shows as an alarming stderr block on the first run. Its warnings and errors still show.
@@ -91,6 +94,7 @@ def prepare_store(uri: str | None = None) -> str:
             private_dir(pathlib.Path(default_artifact_location()))
         with store_errors(uri):
             private_file(path)
+            _read_first_page(path)  # a damaged file is said here, without the cost of importing MLflow
             with file_lock(path.with_name(path.name + ".lock")):
                 from mlflow.tracking import MlflowClient
 
@@ -101,8 +105,6 @@ def prepare_store(uri: str | None = None) -> str:
 
 def store_problem(uri: str | None = None) -> str | None:
     """Why the SQLite store cannot be used (a damaged file, a full disk), or None; reads its first page only."""
-    import sqlite3
-
     try:
         path = sqlite_path(uri or tracking_uri())
     except AirHomeError as err:
@@ -110,12 +112,17 @@ def store_problem(uri: str | None = None) -> str | None:
     if path is None or not path.is_file():
         return None
     try:
-        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        _read_first_page(path)
     except sqlite3.Error as exc:
         problem = unusable_database(path, exc)
         return None if problem is None else str(problem)
     return None
+
+
+def _read_first_page(path: pathlib.Path) -> None:
+    """Read the schema of the SQLite file ``path``, read-only: raises ``sqlite3.Error`` when it is damaged."""
+    with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_SECONDS)) as db:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
 
 
 def is_remote(uri: str) -> bool:

@@ -39,8 +39,11 @@ else:  # jupyter_air's tracker: AIR_HOME's MLflow server once it answers, MLflow
 
 @pytest.mark.usefixtures("no_orphans")
 def test_four_writers_at_once_lose_nothing(store, tmp_path):
-    # Given the embedded store, and four writers: two with plain MLflow, two through jupyter_air's tracker
+    # Given the embedded store with their experiment (made first: MLflow 3.17's set_experiment, when another process
+    # makes the experiment at the same moment, leaves the active one unset, and its run goes to "Default"),
+    # and four writers: two with plain MLflow, two through jupyter_air's tracker
     experiment = f"writers-{uuid.uuid4().hex[:6]}"
+    store.create_experiment(experiment)
     kinds = ["mlflow", "air", "mlflow", "air"]
     path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
     environment = {**os.environ, "PYTHONPATH": path}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jupyter_air.home import AirHomeError, UnusableDatabase, air_home, private_dir
 from jupyter_air.residents import StarterWatch, holders_dir
-from jupyter_air.tracking.resident import LOG_NAME, Server, forget, idle_seconds
+from jupyter_air.tracking.resident import FOLDER_PREFIX, LOG_NAME, Server, forget, idle_seconds
 from jupyter_air.tracking.store import default_artifact_location, prepare_store
 
 #: In the socket folder: touched (at most once a second) by every request, read by the idle watch.
@@ -134,6 +134,11 @@ def _stop(signum, _frame) -> None:
 def main(argv: list[str]) -> None:
     socket, uri, record = Path(argv[0]), argv[1], Path(argv[2])
     folder = socket.parent
+    if not folder.name.startswith(FOLDER_PREFIX):  # it is removed when the server stops: only a folder of its own
+        sys.exit(
+            f"jupyter_air: {socket} is not in a socket folder made for the MLflow UI ({FOLDER_PREFIX}*); start "
+            "it with jupyter_air.tracking.resident.ensure"
+        )
     for sig in (signal.SIGTERM, signal.SIGINT):  # until MLflow forwards them to its server process
         signal.signal(sig, _stop)
     os.umask(0o077)

@@ -10,6 +10,10 @@ TORCH := torch==2.13.0
 PORT ?= 8888
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# Tests send traffic to loopback only: MLflow's usage telemetry (a DNS lookup, then HTTPS off the machine, from
+# every process that imports MLflow outside pytest or CI) is off for them (benchmarks/__main__.py does the same);
+# `make run` leaves it be.
+check test test-%: export MLFLOW_DISABLE_TELEMETRY := true
 
 .PHONY: run demo hub dist docs check test test-py test-py-ray test-py-local test-py-alone test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 

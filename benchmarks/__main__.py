@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"  # traffic to loopback only, in every process a benchmark starts
     names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
     chosen = [n for n in names if not argv or n in argv or n.removeprefix("bench_") in argv]
     if not chosen:

@@ -13,7 +13,7 @@ import pytest
 from fake_pynvml import FakeGpu, FakeNvml
 from ray_cluster import LocalCluster, free_port  # at once: the environment Ray reads, before anything imports Ray
 
-pytest_plugins = ["pytest_jupyter.jupyter_server", "store_fixtures"]
+pytest_plugins = ["pytest_jupyter.jupyter_server", "store_fixtures", "signal_guard"]
 
 
 @pytest.fixture(autouse=True, scope="session")

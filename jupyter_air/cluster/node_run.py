@@ -88,7 +88,12 @@ class NodeRun:
         failure grace is over; raises :class:`NodeUnreachable`."""
         ray = ray_module()
         if self._waits:
-            ready, _ = ray.wait(list(self._waits), num_returns=1, timeout=timeout)
+            try:
+                ready, _ = ray.wait(list(self._waits), num_returns=1, timeout=timeout)
+            except SystemError as exc:  # an interrupt during Ray's wait comes back as Ray's SystemError
+                if isinstance(exc.__cause__, KeyboardInterrupt):
+                    raise exc.__cause__ from None
+                raise
             for ref in ready:
                 node = self._waits.pop(ref)
                 try:

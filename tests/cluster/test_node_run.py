@@ -213,3 +213,20 @@ def test_stop_asks_every_node_once_and_ignores_the_ones_that_cannot_answer(clock
     run.stop(grace_seconds=2.0)
 
     assert [agent.asked("stop") for agent in nodes] == [[(2.0,)], [(2.0,)]] and not run.running
+
+
+def test_an_interrupt_during_rays_wait_reaches_the_caller_as_the_interrupt(clock, monkeypatch):
+    # Given two nodes at work, and Ray's wait hit by a kernel interrupt: its compiled code returns with the
+    # interrupt set, which Python turns into a SystemError caused by it
+    def interrupted(refs, num_returns, timeout):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("<cyfunction CoreWorker.wait> returned a result with an exception set") from exc
+
+    run = running_run(FakeAgent(wait=SILENT), FakeAgent(wait=SILENT))
+    monkeypatch.setattr(FakeRay, "wait", staticmethod(interrupted))
+
+    # When the driver follows them, Then the caller gets the KeyboardInterrupt (the call stops every node for it)
+    with pytest.raises(KeyboardInterrupt):
+        run.join(timeout=0.1)

@@ -27,7 +27,7 @@ def _handling() -> dict:
     """Per signal: Python's handler, whether this thread blocks it, and the handler the kernel calls (a library in
     C may set one of its own beneath Python's)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    return {signal.Signals(s).name: (signal.getsignal(s), s in blocked, _kernel_handler(s)) for s in WATCHED}
+    return {s: (signal.getsignal(s), s in blocked, _kernel_handler(s)) for s in WATCHED}
 
 
 def _kernel_handler(number: int) -> int:
@@ -41,8 +41,9 @@ def signal_handling_left_alone():
     before = _handling()
     yield
     after = _handling()
-    for number in WATCHED:
-        signal.signal(number, before[signal.Signals(number).name][0])
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [s for s in WATCHED if not before[signal.Signals(s).name][1]])
-    changed = {name: (before[name], after[name]) for name in before if after[name] != before[name]}
+    for number, (handler, blocked, _) in before.items():
+        signal.signal(number, handler)
+        if not blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [number])
+    changed = {s.name: (before[s], after[s]) for s in WATCHED if after[s] != before[s]}
     assert not changed, f"the test changed this process's signal handling (before, after): {changed}"

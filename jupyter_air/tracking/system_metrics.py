@@ -226,10 +226,11 @@ class SystemMetrics:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop sampling and log one final sample covering the time since the last one."""
+        """Stop sampling and log one final sample covering the time since the last one (a sampler still
+        starting in another thread then never samples)."""
+        self._stop.set()
         if self._thread is None:
             return
-        self._stop.set()
         self._thread.join(_JOIN_TIMEOUT_SECONDS)
         self._thread = None
         self._sample_and_log(final=True)

@@ -4,7 +4,8 @@ Each node's agent (a :class:`~jupyter_air.cluster.agent.NodeAgent` of a :class:`
 ``start(...)`` the work, ``poll(offsets)`` for the new bytes of its files and whether it still runs or failed,
 ``wait()`` until it ended (the pending answer whose error is how Ray says the node died), ``stop(grace)``,
 ``sample_metrics(...)``. The driver keeps one pending ``wait()`` per node, copies each node's files as they grow,
-confirms a node it cannot reach before calling it lost (:class:`NodeUnreachable`), gives the other nodes one grace
+confirms a node it cannot reach before calling it lost (:class:`NodeUnreachable`), waits longer for a node that is
+late but answers pings (busy: importing, swapping, its CPUs taken by the work), gives the other nodes one grace
 once a node's work failed, and takes node 0's port from node 0's agent. What the work's owner makes of the answers (a
 call's results and root cause, an attempt's exit codes) stays with the owner."""
 
@@ -15,10 +16,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 from . import mirror
 from .connect import ray_module
-from .placement import REPLY_SECONDS, NodeGroup
+from .placement import REPLY_SECONDS, Answers, NodeGroup
 
 #: Seconds the other nodes get to end by themselves once one node's work failed, before they are stopped.
 FAILURE_GRACE_SECONDS = 5.0
+#: Times ``REPLY_SECONDS`` a node that is late with an answer but answers pings (busy, not lost) is waited for.
+BUSY_ROUNDS = 4
 
 
 class NodeUnreachable(RuntimeError):
@@ -139,6 +142,7 @@ class NodeRun:
         got = self.group.gather(refs)
         if quiet:
             return got.values
+        got, rounds = self._busy_awaited(refs, got)
         for node, exc in got.errors.items():
             if isinstance(exc, ray.exceptions.RayActorError):
                 self._confirm(node, exc)
@@ -147,10 +151,22 @@ class NodeRun:
             else:
                 raise exc
         if got.late:
+            node = got.late[0]
+            busy = ", though it answered pings" if rounds == BUSY_ROUNDS else ""
             raise NodeUnreachable(
-                got.late[0], self.describe(got.late[0]), f"it did not answer within {REPLY_SECONDS:g} s"
+                node, self.describe(node), f"it did not answer within {rounds * REPLY_SECONDS:g} s{busy}"
             )
         return got.values
+
+    def _busy_awaited(self, refs: dict, got: Answers) -> tuple[Answers, int]:
+        """``got`` with the answers of late nodes that still answer a ping, waited for up to ``BUSY_ROUNDS`` rounds
+        of ``REPLY_SECONDS`` in all; and the rounds waited."""
+        rounds = 1
+        while got.late and rounds < BUSY_ROUNDS and all(self.group.answers_again(node) for node in got.late):
+            more = self.group.gather({ref: node for ref, node in refs.items() if node in got.late})
+            values = [more.values[n] if n in got.late else value for n, value in enumerate(got.values)]
+            got, rounds = Answers(values, {**got.errors, **more.errors}, more.late), rounds + 1
+        return got, rounds
 
     def _confirm(self, node: int, exc: BaseException) -> None:
         """Return when the node's agent answers again (Ray calls some errors transient), else raise NodeUnreachable."""

@@ -195,6 +195,36 @@ def test_a_node_that_does_not_answer_in_time_is_lost(clock):
     assert late.value.node == 1 and late.value.reason == f"it did not answer within {REPLY_SECONDS:g} s"
 
 
+def test_a_late_node_that_answers_pings_is_busy_and_its_answer_awaited(clock):
+    # Given node 1 whose poll answers only on the third look (its CPUs taken), and whose actor answers pings
+    looks = []
+
+    def slow_poll(offsets):
+        looks.append(offsets)
+        return SILENT if len(looks) < 3 else {"running": True, "failed": False, "chunks": {}}
+
+    run = running_run(FakeAgent(), FakeAgent(poll=slow_poll))
+    run.group.alive_again[1] = True
+
+    # When the driver polls, Then it waits for the answer instead of calling the node lost
+    run.poll()
+    assert len(looks) == 3 and run.states[1]["running"]
+
+
+def test_a_node_that_answers_pings_but_never_the_request_is_lost_after_the_busy_rounds(clock):
+    run = running_run(FakeAgent(), FakeAgent(poll=SILENT))
+    run.group.alive_again[1] = True
+
+    with pytest.raises(NodeUnreachable) as late:
+        run.poll()
+
+    seconds = node_run.BUSY_ROUNDS * REPLY_SECONDS
+    assert (
+        late.value.node == 1
+        and late.value.reason == f"it did not answer within {seconds:g} s, though it answered pings"
+    )
+
+
 def test_an_agent_that_raised_fails_the_run_with_what_it_raised(clock):
     cause = ValueError("no GPU 3 on this node")
     run = NodeRun(FakeGroup(FakeAgent(), FakeAgent(start_work=TaskError(cause))), [{}, {}])

@@ -3,7 +3,8 @@ removed by a later process of the same user once the owner is gone.
 
 A call's folder (``air-call-*``: its payload, results and rank logs) and a fork server's (``air-launcher-*``: its log)
 are removed as their call or fork server ends; :func:`sweep` removes those whose owner could not (killed with SIGKILL,
-or by the out-of-memory killer). AIR_HOME's MLflow server records itself the same way
+or by the out-of-memory killer): the next fork server of the user, and a job's supervisor once its command's
+processes are stopped. AIR_HOME's MLflow server records itself the same way
 (:mod:`~jupyter_air.tracking.resident`).
 """
 
@@ -46,12 +47,12 @@ def owner_gone(folder: Path) -> bool | None:
         return None
 
 
-def sweep(prefixes: tuple[str, ...] = PREFIXES) -> list[Path]:
-    """Remove this user's folders named ``<prefix>*`` in the temporary folder whose owner is gone; returns them.
-    Folders of other users, links and folders recording no owner are left alone."""
+def sweep(prefixes: tuple[str, ...] = PREFIXES, parent: Path | None = None) -> list[Path]:
+    """Remove this user's folders named ``<prefix>*`` in ``parent`` (default: the temporary folder) whose owner is
+    gone; returns them. Folders of other users, links and folders recording no owner are left alone."""
     removed = []
     for prefix in prefixes:
-        for folder in Path(tempfile.gettempdir()).glob(prefix + "*"):
+        for folder in (parent or Path(tempfile.gettempdir())).glob(prefix + "*"):
             try:
                 info = folder.lstat()
             except OSError:

@@ -59,6 +59,21 @@ def test_only_this_users_folders_whose_owner_ended_are_removed(temp):
     assert theirs.stat().st_uid == nobody and (theirs / scratch.OWNER_NAME).read_text().strip() == owner
 
 
+def test_a_sweep_of_another_folder_removes_what_ended_there_only(temp, tmp_path):
+    # Given a job's temporary folder (its TMPDIR) holding a call's folder whose owner was killed, and one in the
+    # temporary folder of this process
+    elsewhere = scratch.make("air-call-", tmp_path)
+    scratch.claim(elsewhere, ended_process())
+    here = scratch.make("air-call-")
+    scratch.claim(here, ended_process())
+
+    # When the job's supervisor sweeps the job's folder
+    removed = scratch.sweep(parent=tmp_path)
+
+    # Then only that folder's is gone
+    assert removed == [elsewhere] and not elsewhere.exists() and here.is_dir()
+
+
 def test_a_folder_is_owner_only_and_names_its_owner(temp):
     folder = scratch.make("air-call-")
 

@@ -8,11 +8,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from jupyter_air import procs
+from jupyter_air import procs, scratch
 from jupyter_air.growing import line_text
 from jupyter_air.programs import path_first
 from jupyter_air.workloads.supervisor.pump import FAILED, PUMP_ENV
@@ -145,8 +146,10 @@ class NodeProcess:
         return self.poll()
 
     def finish(self) -> None:
-        """Stop what the command left running, then let the pump write the rest of the output and exit."""
+        """Stop what the command left running, remove the temporary folders of its calls that a stop cut short (a
+        fork server killed amid its own clean-up), then let the pump write the rest of the output and exit."""
         self.tree.stop(grace_seconds=2)
+        scratch.sweep(parent=Path(self.env.get("TMPDIR") or tempfile.gettempdir()))
         try:
             self._pump.wait(timeout=_PUMP_DRAIN_SECONDS)
         except subprocess.TimeoutExpired:  # a process we cannot stop holds the pipe: keep what was written

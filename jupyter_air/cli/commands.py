@@ -25,6 +25,7 @@ from . import output, schedule_commands
 from .errors import CliError
 from .follow import emit, follow_attempt, latest_attempt, watch
 from .permission_commands import permissions
+from .usage_commands import usage_command
 
 _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user", "executor": "executor"}
 
@@ -35,6 +36,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return run(args)
     if args.command == "share":
         return share(args)
+    if args.command == "usage":
+        return usage_command(args)
     jobs = Jobs()
     jobs.create()
     jobs.reap()

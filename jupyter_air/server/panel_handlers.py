@@ -1,5 +1,5 @@
 """Thin authenticated handlers of the Experiment panel's routes: runs, `air` jobs (submit, read, cancel), their logs
-and permissions, schedules (read, pause, resume, run now), sharing an experiment.
+and permissions, schedules (read, pause, resume, run now), sharing an experiment, GPU use.
 
 MLflow and SQLite are read in the executor, never on the event loop; the models know nothing of HTTP.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import time
 from pathlib import Path
 
 import tornado.web
@@ -19,7 +20,8 @@ from jupyter_air.workloads.surfaces.protocols import JobsSurface, SchedulesSurfa
 from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
 
 from ..home import air_home_path
-from ..tracking import runs_query
+from ..tracking import runs_query, usage
+from ..tracking.answers import store_uri
 from ..tracking.runs_query import RunsQuery
 from ..tracking.sharing import availability, share
 from .handlers import BaseHandler
@@ -104,6 +106,20 @@ class RunsHandler(PanelHandler):
         except Exception as exc:  # noqa: BLE001 - a contents manager without disk paths: the contents path only
             self.log.debug("jupyter_air: no disk path for %r: %s", path, exc)
         return paths
+
+
+class UsageHandler(PanelHandler):
+    """``GET usage[?by=user|experiment|day&from=<ms>&to=<ms>]``: what ``air usage -o json`` prints, from the server's
+    tracking store at the prices of its ``AIR_GPU_HOUR_PRICE`` and ``AIR_KWH_PRICE`` (default: the last 7 days, by
+    user)."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        to_ms = self.epoch_ms_argument("to") or int(time.time() * 1000)
+        from_ms = self.epoch_ms_argument("from")
+        window = (to_ms - usage.DEFAULT_WINDOW_MS if from_ms is None else from_ms, to_ms)
+        by = self.get_query_argument("by", "user")
+        self.finish(json.dumps(await self.call(usage.store_usage, by, *window, None, store_uri())))
 
 
 class ExperimentShareHandler(PanelHandler):

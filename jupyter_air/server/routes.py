@@ -24,6 +24,7 @@ from .panel_handlers import (
     RunsHandler,
     ScheduleActionHandler,
     SchedulesHandler,
+    UsageHandler,
 )
 
 NAMESPACE = "jupyter-air"
@@ -46,6 +47,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (rf"/{NAMESPACE}/experiments/([0-9a-zA-Z_-]+)/open", ExperimentOpenHandler),
         (f"/{NAMESPACE}/experiments/share", ExperimentShareHandler),
         (f"/{NAMESPACE}/runs", RunsHandler),
+        (f"/{NAMESPACE}/usage", UsageHandler),
         (f"/{NAMESPACE}/jobs", JobsHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)", JobHandler),
         (rf"/{NAMESPACE}/jobs/([^/]+)/logs", JobLogsHandler),

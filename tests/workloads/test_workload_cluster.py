@@ -84,7 +84,7 @@ def test_torchrun_on_two_nodes_with_logs_per_node(ray_cluster, air, tmp_path, ml
     assert [p.split("/")[-2] for p in listed] == ["node_0", "node_1"]
     # the attempt's one run keeps both nodes' output and each node's system metrics
     run = mlflow_client.get_run(attempt["mlflow_run_id"])
-    assert run.info.status == "FINISHED"
+    assert run.info.status == "FINISHED" and run.data.tags["air.gpus"] == "4"  # over both nodes, as `air usage` counts
     folders = {f.path for f in mlflow_client.list_artifacts(run.info.run_id, "logs/attempt_0")}
     assert folders == {"logs/attempt_0/node_0", "logs/attempt_0/node_1"}
     assert {"system/node_0/cpu_utilization_percentage", "system/node_1/cpu_utilization_percentage"} <= set(

@@ -111,6 +111,7 @@ def test_a_workload_that_succeeds(finished, module_air, mlflow_client, tmp_path)
     assert run.info.experiment_id == job["experiment_id"]
     assert run.data.params == {"lr": "0.001", "epochs": "2"}
     assert run.data.tags["air.job_run_id"] == job["job_run_id"] and run.data.tags["air.attempt"] == "0"
+    assert run.data.tags["air.gpus"] == "0"  # what `air usage` counts GPU-hours from
     assert run.data.metrics["loss_value"] == 0.5
     assert "system/cpu_utilization_percentage" in run.data.metrics
 

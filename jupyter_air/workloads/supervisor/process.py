@@ -17,7 +17,7 @@ from jupyter_air import procs
 from jupyter_air.cluster.errors import ClusterError
 from jupyter_air.home import UnusableDatabase, air_home, disk_full, full_disk_message, says_disk_full
 from jupyter_air.tracking.lifecycle import ManagedRun
-from jupyter_air.tracking.naming import ATTEMPT_TAG, JOB_TAG, NODE_TAG, node_name
+from jupyter_air.tracking.naming import ATTEMPT_TAG, GPUS_TAG, JOB_TAG, NODE_TAG, node_name
 from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 from jupyter_air.workloads.state.records import Job, attempt_marker, now_ms
 from jupyter_air.workloads.state.store import JobStore
@@ -135,6 +135,7 @@ class Supervisor:
             "mlflow.user": job.user,
             "mlflow.source.name": job.source,
             "mlflow.source.type": "JOB",
+            GPUS_TAG: str(job.num_accelerators),  # on every node: what `air usage` counts GPU-hours from
             **spec.get("tags", {}),  # what the kind of work adds (a notebook call: its function, its notebook)
         }
         name = spec.get("mlflow_run_name")  # None: MLflow names it

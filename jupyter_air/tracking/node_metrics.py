@@ -10,9 +10,10 @@ from jupyter_air.tracking.system_metrics import SystemMetrics
 
 log = logging.getLogger(__name__)
 
-#: Seconds :meth:`NodeMetrics.stop_metrics` waits for a sampler still opening the run's store: the driver counts a
-#: node slower than ``REPLY_SECONDS`` (30 s) to answer as lost.
-_OPEN_WAIT_SECONDS = 15.0
+#: Seconds :meth:`NodeMetrics.stop_metrics` waits for a sampler still opening the run's store (on a 2-core machine
+#: running four test suites, a node had not opened it 15 s after its call ended): well inside the 120 s the driver
+#: waits for a node that is late but answers pings (:mod:`~jupyter_air.cluster.node_run`).
+_OPEN_WAIT_SECONDS = 60.0
 
 
 class NodeMetrics:

@@ -23,18 +23,23 @@ def test_a_node_answers_while_the_runs_store_is_locked_and_samples_once_it_opens
     uri = f"sqlite:///{path}"
     client = MlflowClient(uri)
     run_id = client.create_run(client.create_experiment("node-metrics")).info.run_id
-    writer = sqlite3.connect(path, isolation_level=None)
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     writer.execute("BEGIN EXCLUSIVE")
     node = Node()
 
     # When the driver asks the node to sample into it: the answer comes while the store is still locked
     node.sample_metrics(run_id, uri, 0.2, None)
     (logged,) = writer.execute("SELECT count(*) FROM metrics WHERE run_uuid = ?", (run_id,)).fetchone()
-    writer.execute("COMMIT")
-    writer.close()
+
+    # and the call ends, asking the node to stop sampling, before the writer lets go of the store a second later
+    def let_go():
+        writer.execute("COMMIT")
+        writer.close()
+
+    threading.Timer(1.0, let_go).start()
     node.stop_metrics()
 
-    # Then nothing was logged before the store opened, and the node's samples are in the run under its name after
+    # Then nothing was logged before the store opened, and the stop waited for it: the node's samples are in the run
     assert logged == 0
     metrics = client.get_run(run_id).data.metrics
     assert "system/node_1/cpu_utilization_percentage" in metrics

@@ -126,13 +126,14 @@ class RayNodes:
         return next((code for code in self.exit_codes if code not in (None, 0)), None)
 
     def finish(self) -> None:
-        """Let every node's pump write the rest, copy it, then kill the actors and free the nodes (once)."""
+        """Let every node's pump write the rest and its metrics take their last sample (as long as a busy node is
+        waited for), copy it, then kill the actors and free the nodes (once)."""
         if self.work is None or self.work.group.closed:
             return
         group = self.work.group
         try:
             refs = [agent.finish.remote() for agent in group.agents]
-            ray_module().wait(refs, num_returns=len(refs), timeout=REPLY_SECONDS)
+            ray_module().wait(refs, num_returns=len(refs), timeout=node_run.BUSY_ROUNDS * REPLY_SECONDS)
             self.work.poll(quiet=True)
         finally:
             group.close()

@@ -84,8 +84,10 @@ def _started_by_tests(air_home: pathlib.Path) -> dict[int, str]:
 
 @pytest.fixture
 def no_orphans(air_home):
-    """Fail the test if any process it started is still alive shortly after it ends (counted with psutil)."""
+    """Fail the test if any process it started is still alive shortly after it ends (counted with psutil), or a
+    thread that a call starts in this process and that must end with it."""
     before = set(_started_by_tests(air_home))
+    threads_before = set(threading.enumerate())
     yield
     deadline = time.monotonic() + 15  # a fork server notices its owner is gone within a tick, a busy machine later
     while (left := {p: c for p, c in _started_by_tests(air_home).items() if p not in before}) and (
@@ -96,8 +98,19 @@ def no_orphans(air_home):
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
     assert not left, f"{len(left)} process(es) left behind: {left}"
-    agents = [t.name for t in threading.enumerate() if t.name == "air-elastic-agent"]
-    assert not agents, f"launcher thread(s) still running: {agents}"
+    while (threads := _call_threads(threads_before)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not threads, f"thread(s) of a call still running: {threads}"
+
+
+def _call_threads(before: set[threading.Thread]) -> list[str]:
+    """The threads a call starts in the caller's process that must end with it (its Stop watcher, its run's
+    system-metrics sampler), started since ``before``."""
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t not in before and (t.name == "air-stop-watcher" or t.name.startswith("air-system-metrics-"))
+    ]
 
 
 @pytest.fixture

@@ -50,10 +50,9 @@ def usage_command(args: argparse.Namespace) -> int:
     now_ms = int(time.time() * 1000)
     since = when_ms(args.since, "--since", now_ms)
     until = now_ms if args.until is None else when_ms(args.until, "--until", now_ms)
-    prices = Prices.from_environment()
-    prices = Prices(
-        prices.gpu_hour if args.gpu_hour_price is None else price(args.gpu_hour_price, "--gpu-hour-price"),
-        prices.kwh if args.kwh_price is None else price(args.kwh_price, "--kwh-price"),
+    prices = Prices.from_environment(
+        gpu_hour=None if args.gpu_hour_price is None else price(args.gpu_hour_price, "--gpu-hour-price"),
+        kwh=None if args.kwh_price is None else price(args.kwh_price, "--kwh-price"),
     )
     answer = store_usage(args.by, since, until, prices)
     if args.output == "json":

@@ -115,7 +115,8 @@ class UsageHandler(PanelHandler):
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        to_ms = self.epoch_ms_argument("to") or int(time.time() * 1000)
+        to_ms = self.epoch_ms_argument("to")
+        to_ms = int(time.time() * 1000) if to_ms is None else to_ms
         from_ms = self.epoch_ms_argument("from")
         window = (to_ms - usage.DEFAULT_WINDOW_MS if from_ms is None else from_ms, to_ms)
         by = self.get_query_argument("by", "user")

@@ -48,10 +48,16 @@ class Prices:
     kwh: float = 0.0
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Prices:
-        """``$AIR_GPU_HOUR_PRICE`` and ``$AIR_KWH_PRICE`` (unset: 0); BadUsageQuery for a value that is no price."""
+    def from_environment(
+        cls, environ: Mapping[str, str] | None = None, gpu_hour: float | None = None, kwh: float | None = None
+    ) -> Prices:
+        """``gpu_hour`` and ``kwh`` where given, else ``$AIR_GPU_HOUR_PRICE`` and ``$AIR_KWH_PRICE`` (unset: 0);
+        BadUsageQuery naming a variable read whose value is no price."""
         env = os.environ if environ is None else environ
-        return cls(*(price(env.get(name, ""), name) for name in (GPU_HOUR_PRICE_ENV, KWH_PRICE_ENV)))
+        return cls(
+            price(env.get(GPU_HOUR_PRICE_ENV, ""), GPU_HOUR_PRICE_ENV) if gpu_hour is None else gpu_hour,
+            price(env.get(KWH_PRICE_ENV, ""), KWH_PRICE_ENV) if kwh is None else kwh,
+        )
 
 
 def price(text: str, name: str) -> float:

@@ -148,11 +148,17 @@ def test_air_usage_prints_a_table_with_names_written_out_and_json(runs, capsys):
     assert [row["key"] for row in answer["rows"]] == ["usage-vision", "usage-nlp"]
 
 
-def test_air_usage_refuses_a_bad_window_or_price_with_exit_2(runs, capsys):
+def test_air_usage_refuses_a_bad_window_or_price_with_exit_2(runs, capsys, monkeypatch):
     assert main(["usage", "--since", "3x"]) == 2
     assert "air usage: error: --since '3x': expected a span back from now (7d, 24h)" in capsys.readouterr().err
     assert main(["usage", "--kwh-price", "-1"]) == 2
     assert "--kwh-price='-1': expected a price of 0 or more" in capsys.readouterr().err
+    # and a malformed price variable fails only a report that reads it, naming it
+    monkeypatch.setenv("AIR_KWH_PRICE", "cheap")
+    assert main(["usage", "--kwh-price", "0.3", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prices"] == {"gpu_hour": 0.0, "kwh": 0.3}
+    assert main(["usage"]) == 2
+    assert "AIR_KWH_PRICE='cheap': expected a price of 0 or more" in capsys.readouterr().err
 
 
 def test_air_usage_on_a_store_nobody_made_yet_reports_nothing_and_creates_nothing(store, tmp_path, monkeypatch, capsys):

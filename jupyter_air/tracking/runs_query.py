@@ -17,7 +17,7 @@ from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 from jupyter_air.tracking.links import page_links, ui_root
 from jupyter_air.tracking.naming import JOB_TAG, NODE_TAG, NOTEBOOK_TAG, SOURCE_TAG, default_experiment_name, node_name
 from jupyter_air.tracking.run_pages import ORDER, Cursor, Query, and_, newest_first, search_page, tag_pattern
-from jupyter_air.tracking.store import client, sqlite_path, store_errors
+from jupyter_air.tracking.store import existing_client, store_errors
 
 PARENT_TAG = "mlflow.parentRunId"
 #: Metrics shown per run: the latest values of the first few by name (system metrics are the GPU panel's).
@@ -81,7 +81,7 @@ class RunsQuery:
         cursor = Cursor.decode(page_token)
         default = default_experiment_name(paths[0])
         answer = {"node": node_name(), "ui_url": ui_root(self.base_url), "default_experiment": default}
-        client = _client()
+        client = existing_client(store_uri())
         experiments = self._experiments_of(client)
         if not experiments:
             return {**answer, "runs": [], "next_page_token": None}
@@ -113,7 +113,7 @@ class RunsQuery:
 
     def _window(self, from_ms: int, to_ms: int, node: str) -> dict:
         answer = {"node": node, "from_ms": from_ms, "to_ms": to_ms, "ui_url": ui_root(self.base_url)}
-        client = _client()
+        client = existing_client(store_uri())
         experiments = self._experiments_of(client)
         if not experiments:
             return {**answer, "runs": [], "truncated": False}
@@ -171,16 +171,6 @@ def run_json(run, experiments: dict[str, str], base_url: str) -> dict:
 def source_of(tags: dict[str, str]) -> str | None:
     """``distributed`` or ``magic`` (notebook calls), ``job`` (an ``air`` job's attempt), None for other runs."""
     return tags.get(SOURCE_TAG) or ("job" if JOB_TAG in tags else None)
-
-
-def _client():
-    """A client on the server's store, or None while the embedded store does not exist (never creates it)."""
-    uri = store_uri()
-    path = sqlite_path(uri)
-    if path is not None and not path.is_file():
-        return None
-
-    return client(uri)
 
 
 def _experiments(client) -> dict[str, str]:

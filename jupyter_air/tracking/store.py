@@ -145,6 +145,13 @@ def client(uri: str | None = None):
     return MlflowClient(prepare_store(uri))
 
 
+def existing_client(uri: str | None = None):
+    """:func:`client` on ``uri``, or None while it is a SQLite store nobody made yet (a reader never creates it)."""
+    uri = uri or tracking_uri()
+    path = sqlite_path(uri)
+    return None if path is not None and not path.is_file() else client(uri)
+
+
 _said: set[str] = set()
 
 

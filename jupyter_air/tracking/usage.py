@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from jupyter_air.error_kinds import BAD_INPUT
 from jupyter_air.tracking.energy import ENERGY_METRIC, on_simulated_gpus
 from jupyter_air.tracking.naming import GPUS_TAG
-from jupyter_air.tracking.store import client, sqlite_path, tracking_uri
+from jupyter_air.tracking.store import existing_client
 
 #: What usage can be grouped by.
 GROUPS = ("user", "experiment", "day")
@@ -102,9 +102,7 @@ def store_usage(by: str, since_ms: int, until_ms: int, prices: Prices | None = N
     """:func:`usage` of the tracking store ``uri`` (default :func:`tracking_uri`) at ``prices`` (default: the
     environment's), never creating the store: a SQLite store nobody made yet has no use."""
     prices = Prices.from_environment() if prices is None else prices
-    uri = uri or tracking_uri()
-    path = sqlite_path(uri)
-    return usage(None if path is not None and not path.is_file() else client(uri), by, since_ms, until_ms, prices)
+    return usage(existing_client(uri), by, since_ms, until_ms, prices)
 
 
 def usage(mlflow_client, by: str, since_ms: int, until_ms: int, prices: Prices, now_ms: int | None = None) -> dict:

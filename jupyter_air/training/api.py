@@ -11,9 +11,10 @@ from jupyter_air.cluster.address import RAY_ADDRESS_ENV, configured_address
 from jupyter_air.run_card.card import card_mode, gpus_in_use
 from jupyter_air.run_card.starting import StartingCard
 from jupyter_air.tracking.naming import FUNCTION_TAG, GPUS_TAG, SOURCE_TAG, WORLD_SIZE_TAG
-from jupyter_air.training import remote, runs, warmup
+from jupyter_air.training import gpu_claim, remote, runs, warmup
 from jupyter_air.training.errors import CallInterrupted, CallStopped, DistributedError, DistributedTimeout
 from jupyter_air.training.forkserver_client import Launcher
+from jupyter_air.training.gpu_claim import HeldGpus
 from jupyter_air.training.launch_plan import NodePlace, world_size_for
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.node_call import Call
@@ -53,6 +54,7 @@ def run_distributed(
 ) -> list:
     """Run ``function(*args, **kwargs)`` on every rank inside a new MLflow run; results by global rank."""
     starting = StartingCard(card_mode())  # in the cell at once, before anything is imported or launched
+    call, held = None, HeldGpus()
     try:
         warmup.wait("tracking")  # never import MLflow beside the warm-up thread
         tags = {SOURCE_TAG: source, FUNCTION_TAG: name or getattr(function, "__qualname__", repr(function))}
@@ -63,14 +65,19 @@ def run_distributed(
         else:  # fails here, before any run exists, if it cannot travel or cannot resume MLFLOW_RUN_ID
             runs.check_resume()
             call = _prepare(function, args, kwargs, options, tags, starting)
+            if isinstance(call, Call):  # on a Ray cluster, Ray places the call's GPUs
+                held = gpu_claim.take(options.gpus, tags[FUNCTION_TAG], options.wait, starting.waiting)
     except BaseException as exc:
+        if call is not None:
+            call.cleanup()
         starting.failed(exc)
         raise
     if options.remote:
         return remote.follow(job_run_id, starting)
     try:
-        return _run_tracked(call, options, tags, params, starting)
+        return _run_tracked(call, options, tags, params, starting, held)
     finally:
+        held.release()
         call.cleanup()
 
 
@@ -96,7 +103,12 @@ def _prepare(
 
 
 def _run_tracked(
-    call: Call | ClusterCall, options: RunOptions, tags: dict[str, str], params: dict[str, str], starting: StartingCard
+    call: Call | ClusterCall,
+    options: RunOptions,
+    tags: dict[str, str],
+    params: dict[str, str],
+    starting: StartingCard,
+    held: HeldGpus,
 ) -> list:
     run = None
     tail = None
@@ -115,10 +127,11 @@ def _run_tracked(
                 nodes=call.nodes,
                 starting=starting,
             )
-            call.release(runs.worker_environment(run.run))
+            call.release({**runs.worker_environment(run.run), **held.environment})
             run.announce(params, log_system_metrics=False)
             if options.log_system_metrics:  # where its ranks run: this kernel, or each node (system/node_<n>/...)
-                call.sample_metrics(run.run, gpus_in_use(int(tags[GPUS_TAG]) // call.nodes))
+                gpus = [str(g) for g in held.gpus] or gpus_in_use(int(tags[GPUS_TAG]) // call.nodes)
+                call.sample_metrics(run.run, gpus)
             _wait(call, tail, run, options.timeout)
         finally:
             call.stop()
@@ -183,7 +196,8 @@ def distributed(function=None, **options):
     ``experiment`` / ``run_name`` where the run is recorded; ``log_system_metrics`` sample CPU, memory
     and GPU into the run; ``timeout`` seconds after which a hung call is stopped; ``nodes`` Ray nodes to
     spread the call over (``gpus`` on each) and ``ray_address`` the cluster (default ``$AIR_RAY_ADDRESS``);
-    ``remote`` submit each call as a job that outlives the kernel.
+    ``remote`` submit each call as a job that outlives the kernel; ``wait=False`` fail at once, saying who holds
+    them, when this machine's GPUs are held by other work (default: wait in line in the GPU queue).
     """
     run_options = RunOptions.of(options)
     warmup.warm_up("tracking", "launcher")  # in the background: the first call then starts at once

@@ -60,6 +60,12 @@ class RunOptions:
         "again)",
     )
 
+    wait: bool = _option(
+        True,
+        "--no-wait",
+        "start now or fail, saying who holds the GPUs, when they are busy (default: wait in line for them)",
+    )
+
     def __post_init__(self):
         gpus, timeout, nodes = self.gpus, self.timeout, self.nodes
         if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
@@ -70,8 +76,9 @@ class RunOptions:
             raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ValueError(f"nodes must be a positive whole number of Ray nodes, got {nodes!r}")
-        if not isinstance(self.remote, bool):
-            raise ValueError(f"remote must be True or False, got {self.remote!r}")
+        for name in ("remote", "wait"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.ray_address is not None:
             check(self.ray_address)
 

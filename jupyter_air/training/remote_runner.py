@@ -27,6 +27,7 @@ from jupyter_air.training.outcome_file import OUTCOME, write_outcome
 from jupyter_air.training.ray_call import ClusterCall
 from jupyter_air.workloads.state.kept_results import RESULTS
 from jupyter_air.workloads.state.logs import LogWriter, node_dir
+from jupyter_air.workloads.supervisor.gpus import cuda_environment
 from jupyter_air.workloads.supervisor.runners import AttemptContext, reserve_gpus
 
 #: Files of a call job's folder: the packed function and arguments, the caller's import path and folder.
@@ -65,8 +66,7 @@ class CallRunner:
             if gpus is None:
                 return False
             self.gpus = gpus
-            if gpus:
-                os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))  # the fork server counts these
+            os.environ.update(cuda_environment(gpus))  # the fork server counts these
             self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
         else:
             options = RunOptions.of(self.spec["options"])

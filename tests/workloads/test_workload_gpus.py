@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import getpass
+import re
+
 import pytest
 from workload_helpers import write_workload
 
 from jupyter_air.cli import main
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor.gpus import check_compute, node_gpus
 
 
@@ -46,25 +51,36 @@ def test_wrong_accelerator_type_exits_2(air, tmp_path, fake_nvml, capsys):
     assert not (air.home / "jobs.db").exists()
 
 
-def test_reservations_never_share_a_gpu(air, tmp_path):
-    # Given a store with two active jobs on a 3-GPU node
-    from jupyter_air.workloads.state.store import JobStore
+def test_jobs_queue_for_the_gpus_of_the_ledger_say_why_and_are_canceled_while_queued(air, tmp_path):
+    # Given the demo's 2 simulated GPUs, a 2-GPU job holding them, and a 1-GPU job behind it
+    air.env["JUPYTER_AIR_GPU_SOURCE"] = "simulated"
+    seen = f"echo $CUDA_VISIBLE_DEVICES > {tmp_path}/$AIR_JOB_RUN_ID.gpus"
+    wait = f"{seen}; while [ ! -e {tmp_path}/go ]; do sleep 0.2; done"
+    first = air.submit(write_workload(tmp_path, "a.yaml", command=wait, compute={"num_accelerators": 2}))
+    air.wait(first, lambda job: job["status"] == "RUNNING")
+    queued = air.submit(write_workload(tmp_path, "b.yaml", command=wait, compute={"num_accelerators": 1}))
+    canceled = air.submit(write_workload(tmp_path, "c.yaml", command=wait, compute={"num_accelerators": 1}))
 
-    store = JobStore(air.home)
-    spec = {"experiment_name": "e", "compute": {"num_accelerators": 2}, "max_retries": 0}
-    first = store.create_job(spec, "a.yaml", "me", "local")
-    second = store.create_job(spec, "b.yaml", "me", "local")
+    # Then the waiting jobs say their place in line and which job holds the GPUs since when
+    job = air.wait(queued, lambda job: (job["error"] or "").startswith("waiting for GPUs"))
+    assert job["status"] == "PENDING"
+    assert f"1st in line for 1 GPU; held by {getpass.getuser()}'s job {first} since " in job["error"]
+    assert "(GPU 0,1)" in job["error"]
+    assert "2nd in line" in air.wait(canceled, lambda job: "2nd in line" in (job["error"] or ""))["error"]
+    assert re.search(r"Waiting: +waiting for GPUs: 1st in line", air("get", queued, check=True).stdout)
 
-    # When both reserve two GPUs
-    taken = store.reserve_gpus(first.job_run_id, 2, [0, 1, 2])
-    refused = store.reserve_gpus(second.job_run_id, 2, [0, 1, 2])
+    # When the last one is canceled while queued, and the first ends
+    assert air.json("cancel", canceled)[0]["status"] == "CANCELED"
+    (tmp_path / "go").touch()
 
-    # Then the second waits until the first ends, then gets the freed GPUs
-    assert taken == [0, 1]
-    assert refused is None
-    store.finish(first.job_run_id, "SUCCEEDED")
-    assert store.reserve_gpus(second.job_run_id, 2, [0, 1, 2]) == [0, 1]
-    store.finish(second.job_run_id, "SUCCEEDED")
+    # Then the queued job gets a GPU the first one held, and every job saw only the GPUs it held
+    assert air.wait(queued)["status"] == "SUCCEEDED"
+    assert air.wait(first)["status"] == "SUCCEEDED"
+    assert (tmp_path / f"{first}.gpus").read_text().split() == ["0,1"]
+    assert (tmp_path / f"{queued}.gpus").read_text().split() == ["0"]
+    assert not (tmp_path / f"{canceled}.gpus").exists()
+    assert air.job(canceled)["status"] == "CANCELED"
+    assert GpuLedger(JobStore(air.home)).queue() == ([], [])
 
 
 @pytest.mark.parametrize("gpu_source_env", ["simulated"])

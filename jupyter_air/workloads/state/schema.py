@@ -85,6 +85,25 @@ CREATE TABLE IF NOT EXISTS schedule_fires (
     manual INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (name, scheduled_ms)
 );
+CREATE TABLE IF NOT EXISTS gpu_claims (
+    claim_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    user TEXT NOT NULL,
+    label TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    gpus TEXT,
+    submitted_ms INTEGER NOT NULL,
+    granted_ms INTEGER,
+    pid INTEGER NOT NULL,
+    pid_started REAL
+);
+CREATE TABLE IF NOT EXISTS gpu_use (
+    user TEXT NOT NULL,
+    gpus INTEGER NOT NULL,
+    start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gpu_use_end ON gpu_use (end_ms);
 CREATE TABLE IF NOT EXISTS driver_ticks (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     ticked_ms INTEGER NOT NULL

@@ -172,18 +172,3 @@ class JobStore:
                 f"UPDATE attempts SET {sets} WHERE job_run_id = ? AND attempt = ?",
                 (*values.values(), job_run_id, attempt),
             )
-
-    def reserve_gpus(self, job_run_id: str, count: int, indexes: list[int]) -> list[int] | None:
-        """Atomically take `count` of `indexes` not held by another active job; None when too few are free."""
-        with self._connect(immediate=True) as db:
-            rows = db.execute(
-                f"SELECT gpus FROM jobs WHERE job_run_id != ? AND status IN ({','.join('?' * len(ACTIVE))})",
-                (job_run_id, *ACTIVE),
-            ).fetchall()
-            held = {i for r in rows for i in json.loads(r["gpus"] or "[]")}
-            free = [i for i in indexes if i not in held]
-            if len(free) < count:
-                return None
-            chosen = free[:count]
-            db.execute("UPDATE jobs SET gpus = ? WHERE job_run_id = ?", (json.dumps(chosen), job_run_id))
-            return chosen

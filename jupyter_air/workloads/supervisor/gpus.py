@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_air.gpu.sources import opened
@@ -22,6 +23,14 @@ class NodeGpus:
     @property
     def indexes(self) -> list[int]:
         return [index for index, _ in self.gpus]
+
+
+def cuda_environment(gpus: Sequence[int]) -> dict[str, str]:
+    """What makes work see exactly ``gpus``, numbered as NVML, the ledger and ``nvidia-smi`` number them (CUDA's
+    own default order puts the fastest GPU first); empty for no GPU."""
+    if not gpus:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 def node_gpus() -> NodeGpus:

@@ -19,6 +19,7 @@ from jupyter_air.home import UnusableDatabase, air_home, disk_full, full_disk_me
 from jupyter_air.tracking.lifecycle import ManagedRun
 from jupyter_air.tracking.naming import ATTEMPT_TAG, GPUS_TAG, JOB_TAG, NODE_TAG, node_name
 from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
+from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.records import Job, attempt_marker, now_ms
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor.executor import ENVIRONMENT_FILE, executor_for
@@ -80,6 +81,7 @@ class Supervisor:
             self.writes.until_recorded(
                 lambda: self.store.finish(self.job_run_id, outcome.status, outcome.error, outcome.exit_code)
             )
+            self.writes.until_recorded(lambda: GpuLedger(self.store).release(self.job_run_id))  # the next in line's
         finally:
             self.writes.reserve.release()
         return 0 if outcome.status == "SUCCEEDED" else 1

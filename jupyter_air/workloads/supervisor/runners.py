@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Protocol
 
 from jupyter_air import procs
+from jupyter_air.cluster.errors import ClusterError
+from jupyter_air.workloads.state.fair_share import Claim
+from jupyter_air.workloads.state.ledger import GpuLedger, NoSuchGpus, QuotaExceeded
 from jupyter_air.workloads.state.logs import node_dir
 from jupyter_air.workloads.state.store import JobStore
-from jupyter_air.workloads.supervisor.gpus import node_gpus
+from jupyter_air.workloads.supervisor.gpus import cuda_environment, node_gpus
 from jupyter_air.workloads.supervisor.node import NodeProcess, missing_program
 from jupyter_air.workloads.supervisor.run_as import account_for
 from jupyter_air.workloads.supervisor.service_secrets import without_service_secrets
@@ -107,7 +110,8 @@ class LocalNodes:
             **overrides,
             "NODE_RANK": "0",
             "NUM_NODES": "1",
-            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in self.gpus),
+            "CUDA_VISIBLE_DEVICES": "",  # no GPU unless it holds some
+            **cuda_environment(self.gpus),
         }
         spec, context = self.context.spec, self.context
         root = spec["code_source"]["root_path"]
@@ -140,19 +144,24 @@ class LocalNodes:
 
 
 def reserve_gpus(context: AttemptContext, cancel: threading.Event, note: Callable[[str], None]) -> list[int] | None:
-    """GPU indexes of this machine held for the whole job; waits (PENDING) while other jobs hold them; None when
-    canceled while waiting."""
+    """GPU indexes of this machine held for the whole job, from the machine's GPU ledger; while its turn has not
+    come, the job waits (PENDING) saying its place in line and who holds the GPUs; None when canceled meanwhile."""
     count = context.spec["compute"]["num_accelerators"]
     if count == 0:
         return []
 
+    ledger = GpuLedger(context.store)
+    claim = Claim(context.job_run_id, "job", context.owner, context.job_run_id, count)
     indexes = node_gpus().indexes
     while not cancel.is_set():
-        chosen = context.store.reserve_gpus(context.job_run_id, count, indexes)
-        if chosen is not None:
-            return chosen
-        if len(indexes) < count:
-            raise RuntimeError(f"{count} GPU(s) requested but this node has {len(indexes)}")
-        note(f"waiting for {count} free GPU(s) held by other jobs")
+        try:
+            admission = ledger.claim(claim, indexes)
+        except (NoSuchGpus, QuotaExceeded) as exc:
+            raise ClusterError(str(exc)) from None
+        if admission.gpus is not None:
+            context.store.update(context.job_run_id, gpus=list(admission.gpus))
+            return list(admission.gpus)
+        note(f"waiting for GPUs: {admission.reason}")
         cancel.wait(GPU_WAIT_POLL_SECONDS)
+    ledger.release(claim.claim_id)
     return None

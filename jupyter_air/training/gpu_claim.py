@@ -1,0 +1,83 @@
+"""A local call's GPUs, taken from this machine's GPU ledger: the one AIR_HOME's jobs take theirs from, so a call
+and a job (or two calls) never run on the same GPU, and a call whose GPUs are busy waits its turn in line."""
+
+from __future__ import annotations
+
+import functools
+import getpass
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jupyter_air.home import air_home
+from jupyter_air.training.errors import DistributedError
+from jupyter_air.workloads.state.fair_share import Claim
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor.gpus import cuda_environment, node_gpus
+
+#: Seconds between looks at the ledger while a call waits for its GPUs.
+POLL_SECONDS = 1.0
+
+
+class GpusBusy(DistributedError):
+    """A call with ``wait=False`` found its GPUs held: it did not start (the message says who holds them)."""
+
+
+@dataclass(frozen=True)
+class HeldGpus:
+    """The GPUs a call holds (none on a machine without GPUs), until :meth:`release`."""
+
+    gpus: tuple[int, ...] = ()
+    ledger: GpuLedger | None = None
+    claim_id: str = ""
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the ranks see: exactly the GPUs held."""
+        return cuda_environment(self.gpus)
+
+    def release(self) -> None:
+        if self.ledger is not None:
+            self.ledger.release(self.claim_id)
+
+
+def take(gpus: int | None, label: str, wait: bool, note: Callable[[str], None]) -> HeldGpus:
+    """``gpus`` of this machine's GPUs (every one when None) for a call known as ``label``; waits its turn while
+    they are held (saying so with ``note``), or with ``wait=False`` raises :class:`GpusBusy` at once."""
+    indexes = usable_indexes()
+    if not indexes:
+        return HeldGpus()  # CPU ranks: nothing to share
+    ledger = _ledger(air_home())
+    claim = Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, gpus or len(indexes))
+    try:
+        while True:
+            admission = ledger.claim(claim, indexes)
+            if admission.gpus is not None:
+                return HeldGpus(admission.gpus, ledger, claim.claim_id)
+            if not wait:
+                raise GpusBusy(f"the call did not start (wait=False): {admission.reason}")
+            note(f"waiting for GPUs: {admission.reason}")
+            time.sleep(POLL_SECONDS)
+    except BaseException:
+        ledger.release(claim.claim_id)  # an interrupt, a refusal: nothing stays queued
+        raise
+
+
+@functools.cache
+def _ledger(home: Path) -> GpuLedger:
+    """AIR_HOME's ledger, its store opened (tables checked) once per kernel."""
+    return GpuLedger(JobStore(home))
+
+
+def usable_indexes() -> list[int]:
+    """This machine's GPUs a call may take: those of the GPU source, within the kernel's CUDA_VISIBLE_DEVICES."""
+    indexes = node_gpus().indexes
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None or not all(part.strip().isdigit() for part in visible.split(",") if part.strip()):
+        return indexes  # unset, or named by UUID: every GPU of the source
+    named = {int(part) for part in visible.split(",") if part.strip()}
+    return [i for i in indexes if i in named]

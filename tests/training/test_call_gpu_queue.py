@@ -1,0 +1,80 @@
+"""A notebook call takes its GPUs from the machine's GPU ledger, as jobs do: it waits in line behind a job holding
+them (or, with ``wait=False``, is refused with who holds them), and its ranks see only the GPUs it holds."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from jupyter_air import distributed
+from jupyter_air.training.gpu_claim import GpusBusy
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.store import JobStore
+
+pytestmark = pytest.mark.usefixtures("no_orphans")
+
+
+def gpu_environment():
+    return {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+
+
+def air(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "jupyter_air.cli", *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def wait_for(condition, what: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.2)
+    return found
+
+
+def test_a_call_waits_in_line_behind_a_job_holding_the_gpus_then_runs_on_the_one_it_holds(
+    store, runs_of, tmp_path, monkeypatch
+):
+    # Given the demo's 2 simulated GPUs, both held by a running job
+    monkeypatch.setenv("JUPYTER_AIR_GPU_SOURCE", "simulated")
+    workload = tmp_path / "holds-both.yaml"
+    workload.write_text(
+        f"experiment_name: gpu-queue-job\ncommand: while [ ! -e {tmp_path}/go ]; do sleep 0.2; done\n"
+        "compute:\n  num_accelerators: 2\n"
+    )
+    job = json.loads(air("run", "-f", str(workload), "-o", "json"))["job_run_id"]
+    ledger = GpuLedger(JobStore(os.environ["AIR_HOME"]))
+    try:
+        wait_for(lambda: ledger.queue()[0], "the job to hold its GPUs")
+
+        # When a call asks not to wait, Then it is refused with who holds the GPUs, and no run is created
+        refusal = rf"wait=False\): 1st in line for 1 GPU; held by {getpass.getuser()}'s job {job}"
+        with pytest.raises(GpusBusy, match=refusal):
+            distributed(gpu_environment, gpus=1, wait=False, experiment="gpu-queue-refused").distributed()
+        assert store.get_experiment_by_name("gpu-queue-refused") is None
+
+        # When a call that waits is made, Then it is queued behind the job
+        results = []
+        caller = threading.Thread(
+            target=lambda: results.extend(distributed(gpu_environment, gpus=1, experiment="gpu-queue").distributed())
+        )
+        caller.start()
+        queued = wait_for(lambda: ledger.queue()[1], "the call to queue")
+        assert [(c.kind, c.label, c.count) for c in queued] == [("call", "gpu_environment", 1)]
+        assert caller.is_alive()
+    finally:
+        (tmp_path / "go").touch()  # the job ends and gives its GPUs back
+
+    # Then the call runs once the job ended, on the GPU it was given, and gives it back
+    caller.join(120)
+    assert results == [{"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}]
+    assert runs_of("gpu-queue")[0].info.status == "FINISHED"
+    assert ledger.queue() == ([], [])
+    assert wait_for(lambda: json.loads(air("get", job, "-o", "json"))["status"] == "SUCCEEDED", "the job to end")

@@ -25,6 +25,7 @@ from . import output, schedule_commands
 from .errors import CliError
 from .follow import emit, follow_attempt, latest_attempt, watch
 from .permission_commands import permissions
+from .queue_commands import queue_command
 from .usage_commands import usage_command
 
 _FILTERS = {"status": "status", "experiment": "experiment_name", "user": "user", "executor": "executor"}
@@ -45,7 +46,7 @@ def dispatch(args: argparse.Namespace) -> int:
         return schedule_commands.dispatch(jobs, args)
     if args.command == "permissions":
         return permissions(jobs, args)
-    handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs}[args.command]
+    handler = {"list": list_jobs, "get": get, "logs": logs, "cancel": cancel_jobs, "queue": queue_command}[args.command]
     return handler(jobs, args)
 
 

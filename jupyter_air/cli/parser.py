@@ -7,7 +7,7 @@ import argparse
 
 from jupyter_air.tracking.sharing import LEVELS
 
-from . import usage_commands
+from . import queue_commands, usage_commands
 from .permission_commands import add_parser
 from .schedule_commands import add_parsers
 
@@ -24,6 +24,7 @@ EPILOG = """examples:
   air share /Shared/vision/resnet --user bob --level READ
   air permissions JOB_RUN_ID --user bob --level CAN_VIEW
   air usage --by day --since 30d
+  air queue
 """
 
 
@@ -122,4 +123,5 @@ def build_parser() -> argparse.ArgumentParser:
     add_parsers(sub, json_help)
     add_parser(sub, json_help)
     usage_commands.add_parser(sub, json_help)
+    queue_commands.add_parser(sub, json_help)
     return parser

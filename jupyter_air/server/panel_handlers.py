@@ -123,6 +123,15 @@ class UsageHandler(PanelHandler):
         self.finish(json.dumps(await self.call(usage.store_usage, by, *window, None, store_uri())))
 
 
+class GpuQueueHandler(PanelHandler):
+    """``GET gpu/queue``: what ``air queue -o json`` prints for AIR_HOME's GPU ledger: ``held`` (each claim's GPUs,
+    since when) and ``queued`` (in the order they will start, each with its place and reason)."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.call(self.local_jobs.jobs.gpu_queue)))
+
+
 class ExperimentShareHandler(PanelHandler):
     """``GET experiments/share``: whether experiments can be shared from here (``{"available", "server",
     "reason"}``). ``POST`` ``{"experiment", "user", "level"}``: give ``user`` READ, EDIT or MANAGE on the

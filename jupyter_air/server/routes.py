@@ -15,6 +15,7 @@ from .handlers import (
 )
 from .panel_handlers import (
     ExperimentShareHandler,
+    GpuQueueHandler,
     JobCancelHandler,
     JobHandler,
     JobLogDownloadHandler,
@@ -40,6 +41,7 @@ def handlers(allow_proxy_route: bool = False) -> list[tuple]:
         (f"/{NAMESPACE}/gpu", GpuHandler),
         (f"/{NAMESPACE}/gpu/refresh", GpuRefreshHandler),
         (f"/{NAMESPACE}/gpu/idle-holders", IdleHoldersHandler),
+        (f"/{NAMESPACE}/gpu/queue", GpuQueueHandler),
         (rf"/{NAMESPACE}/gpu/held-nodes/([0-9]{{1,10}})/release", HeldNodesReleaseHandler),
         (f"/{NAMESPACE}/version", VersionHandler),
         (rf"/{NAMESPACE}/runs/([0-9a-zA-Z_-]+)/open", RunOpenHandler),

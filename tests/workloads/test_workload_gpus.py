@@ -68,6 +68,12 @@ def test_jobs_queue_for_the_gpus_of_the_ledger_say_why_and_are_canceled_while_qu
     assert "(GPU 0,1)" in job["error"]
     assert "2nd in line" in air.wait(canceled, lambda job: "2nd in line" in (job["error"] or ""))["error"]
     assert re.search(r"Waiting: +waiting for GPUs: 1st in line", air("get", queued, check=True).stdout)
+    line = air.json("queue")
+    assert [(c["label"], c["gpus"]) for c in line["held"]] == [(first, [0, 1])]
+    assert [(c["position"], c["label"], c["count"]) for c in line["queued"]] == [(1, queued, 1), (2, canceled, 1)]
+    table = air("queue", check=True).stdout
+    assert "Holding GPUs" in table and "Waiting, in the order they will start" in table
+    assert re.search(rf"^1 +{getpass.getuser()} +job +{queued} +1 ", table, re.M)
 
     # When the last one is canceled while queued, and the first ends
     assert air.json("cancel", canceled)[0]["status"] == "CANCELED"
@@ -108,3 +114,27 @@ def test_too_many_gpus_on_simulated_gpus_is_refused_with_file_line_and_says_simu
     err = capsys.readouterr().err
     assert f"{path}:4: compute.num_accelerators: 3 GPU(s) requested but this node has 2 (simulated GPUs" in err
     assert "not real hardware" in err and not (air.home / "jobs.db").exists()
+
+
+@pytest.mark.parametrize("gpu_source_env", ["simulated"])
+def test_a_job_over_the_admins_gpu_quota_is_refused_at_submit_and_creates_nothing(
+    air, tmp_path, fake_nvml, capsys, monkeypatch
+):
+    # Given an admin's quota of 1 GPU at once per user, and a workload asking for 2 (on line 4 of its file)
+    monkeypatch.setenv("AIR_GPU_QUOTA", "1")
+    path = tmp_path / "two.yaml"
+    path.write_text("experiment_name: two\ncommand: echo hi\ncompute:\n  num_accelerators: 2\n")
+
+    # When it is submitted, Then it is refused (status 2) at that line, naming the quota and its setting
+    assert main(["run", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:4: compute.num_accelerators: 2 GPU(s) requested, over the quota of 1 GPU(s) at once" in err
+    assert "(AIR_GPU_QUOTA); ask for at most 1" in err and not (air.home / "jobs.db").exists()
+
+    # And a malformed quota is said to be one, with how to fix it
+    monkeypatch.setenv("AIR_GPU_QUOTA", "two")
+    assert main(["run", "-f", str(path)]) == 2
+    assert (
+        "AIR_GPU_QUOTA='two' is not a whole number: set it to the limit per user, or unset it"
+        in capsys.readouterr().err
+    )

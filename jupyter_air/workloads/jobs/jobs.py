@@ -24,6 +24,7 @@ from jupyter_air.error_kinds import REFUSED_ELSEWHERE
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.workloads.jobs.errors import JobNotFound, NotActive, OutOfRange, SubmitError, invalid
+from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
 from jupyter_air.workloads.state.permissions import (
     Caller,
@@ -80,6 +81,11 @@ class Jobs:
         if self._store is None:
             self._store = JobStore(air_home({"AIR_HOME": str(self.home)}))
         return self._store
+
+    def gpu_queue(self) -> dict:
+        """This machine's GPU ledger (:meth:`GpuLedger.describe`); empty while AIR_HOME has no job store."""
+        store = self._existing()
+        return GpuLedger(store).describe() if store is not None else {"held": [], "queued": []}
 
     def _existing(self) -> JobStore | None:
         return self.store if self._store is not None or (self.home / "jobs.db").exists() else None

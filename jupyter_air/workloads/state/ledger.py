@@ -109,6 +109,20 @@ class GpuLedger:
         held = [c for c in claims if c.held]
         return held, fair_share.order([c for c in claims if not c.held], hours)
 
+    def describe(self) -> dict:
+        """The ledger as JSON: ``held`` (GPUs, since when) and ``queued`` (in order, with each one's place and
+        reason), each item's ``claim_id``, ``kind``, ``user``, ``label`` and ``count``."""
+        held, queued = self.queue()
+        now = self.clock()
+        waiting = []
+        for position, claim in enumerate(queued, start=1):
+            item = {**_public(claim), "position": position, "submitted_ms": claim.submitted_ms}
+            waiting.append({**item, "reason": fair_share.reason(position, claim, held, now)})
+        return {
+            "held": [{**_public(c), "gpus": list(c.gpus), "granted_ms": c.granted_ms} for c in held],
+            "queued": waiting,
+        }
+
     @staticmethod
     def _check(claim: Claim, claims: list[Claim], indexes: Sequence[int], quota: Quota) -> None:
         if claim.count > len(indexes):
@@ -153,6 +167,16 @@ class GpuLedger:
             )
             return Admission(None, position, why)
         return Admission(None, position, fair_share.reason(position, mine, held, now))
+
+
+def _public(claim: Claim) -> dict:
+    return {
+        "claim_id": claim.claim_id,
+        "kind": claim.kind,
+        "user": claim.user,
+        "label": claim.label,
+        "count": claim.count,
+    }
 
 
 def _columns(claim: Claim) -> tuple:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_air.gpu.sources import opened
+from jupyter_air.workloads.state.ledger import GPU_QUOTA_ENV, Quota
 
 _TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
 
@@ -76,8 +77,22 @@ def check_local(num_accelerators: int, accelerator_type: str | None) -> tuple[st
     if not (num_accelerators or accelerator_type):
         return None, []
     node = node_gpus()
-    problem = check_compute(num_accelerators, accelerator_type, node)
+    problem = check_compute(num_accelerators, accelerator_type, node) or _over_quota(num_accelerators)
     if problem is None and node.source == "simulated":
         note = "GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"
         return None, [note]
     return problem, []
+
+
+def _over_quota(num_accelerators: int) -> str | None:
+    """Why the admin's GPU quota per user refuses the request, or None."""
+    try:
+        limit = Quota.from_environment().gpus
+    except ValueError as err:
+        return f"the GPU quota cannot be read: {err}"
+    if limit is None or num_accelerators <= limit:
+        return None
+    return (
+        f"compute.num_accelerators: {num_accelerators} GPU(s) requested, over the quota of {limit} GPU(s) at once"
+        f" per user ({GPU_QUOTA_ENV}); ask for at most {limit}"
+    )

@@ -1,0 +1,42 @@
+"""`air queue`: this machine's GPU ledger as its users and admin see it: who holds which GPUs since when, and who
+waits, in the order they will start, with each one's reason."""
+
+from __future__ import annotations
+
+import argparse
+
+from jupyter_air.workloads.jobs.jobs import Jobs
+
+from . import output
+
+
+def add_parser(sub, json_help: str) -> None:
+    queue = sub.add_parser(
+        "queue",
+        help="who holds this machine's GPUs, and who waits for them in what order",
+        description="The GPU ledger of AIR_HOME: jobs and notebook calls holding GPUs, then the waiting ones in the "
+        "order they will start (fair share between users, first come first served within a user).",
+    )
+    queue.add_argument("-o", "--output", choices=["json"], help=json_help)
+
+
+def queue_command(jobs: Jobs, args: argparse.Namespace) -> int:
+    ledger = jobs.gpu_queue()
+    if args.output == "json":
+        output.print_json(ledger)
+        return 0
+    held = [
+        [",".join(map(str, c["gpus"])), c["user"], c["kind"], c["label"], output.clock(c["granted_ms"])]
+        for c in ledger["held"]
+    ]
+    print("Holding GPUs" if held else "No work holds a GPU")
+    if held:
+        output.table(("GPUS", "USER", "KIND", "WHAT", "SINCE"), held)
+    waiting = [
+        [str(c["position"]), c["user"], c["kind"], c["label"], str(c["count"]), output.clock(c["submitted_ms"])]
+        for c in ledger["queued"]
+    ]
+    print("\nWaiting, in the order they will start" if waiting else "\nNothing waits for a GPU")
+    if waiting:
+        output.table(("#", "USER", "KIND", "WHAT", "GPUS", "WAITING SINCE"), waiting)
+    return 0

@@ -44,7 +44,7 @@ def admission(source: str) -> float:
         os.environ["JUPYTER_AIR_GPU_SOURCE"] = source
 
         def take_and_give_back():
-            gpu_claim.take(1, "bench", True, lambda what: None).release()
+            gpu_claim.take(1, 1, "bench", True, lambda what: None).release()
 
         return _median_ms(take_and_give_back, ROUNDS)
 

@@ -66,7 +66,8 @@ def run_distributed(
             runs.check_resume()
             call = _prepare(function, args, kwargs, options, tags, starting)
             if isinstance(call, Call):  # on a Ray cluster, Ray places the call's GPUs
-                held = gpu_claim.take(options.gpus, tags[FUNCTION_TAG], options.wait, starting.waiting)
+                used = int(tags[GPUS_TAG])
+                held = gpu_claim.take(options.gpus, used, tags[FUNCTION_TAG], options.wait, starting.waiting)
     except BaseException as exc:
         if call is not None:
             call.cleanup()
@@ -130,8 +131,8 @@ def _run_tracked(
             call.release({**runs.worker_environment(run.run), **held.environment})
             run.announce(params, log_system_metrics=False)
             if options.log_system_metrics:  # where its ranks run: this kernel, or each node (system/node_<n>/...)
-                gpus = [str(g) for g in held.gpus] or gpus_in_use(int(tags[GPUS_TAG]) // call.nodes)
-                call.sample_metrics(run.run, gpus)
+                used = int(tags[GPUS_TAG]) // call.nodes  # CPU ranks: no GPU's energy, even one held
+                call.sample_metrics(run.run, [str(g) for g in held.gpus][:used] or gpus_in_use(used))
             _wait(call, tail, run, options.timeout)
         finally:
             call.stop()

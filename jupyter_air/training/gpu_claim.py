@@ -45,14 +45,18 @@ class HeldGpus:
             self.ledger.release(self.claim_id)
 
 
-def take(gpus: int | None, label: str, wait: bool, note: Callable[[str], None]) -> HeldGpus:
-    """``gpus`` of this machine's GPUs (every one when None) for a call known as ``label``; waits its turn while
-    they are held (saying so with ``note``), or with ``wait=False`` raises :class:`GpusBusy` at once."""
-    indexes = usable_indexes()
-    if not indexes:
-        return HeldGpus()  # CPU ranks: nothing to share
+def take(asked: int | None, used: int, label: str, wait: bool, note: Callable[[str], None]) -> HeldGpus:
+    """The GPUs of this machine a call known as ``label`` runs on: ``used``, the GPUs its ranks drive (none for CPU
+    ranks, which hold no GPU). On the ``simulated`` source of a demo, whose GPUs no rank can drive, the call
+    claims what it ``asked`` for (every GPU when None), as it would on real ones, so the queue can be tried.
+    Waits its turn while they are held (saying so with ``note``), or with ``wait=False`` raises :class:`GpusBusy`."""
+    node = node_gpus()
+    indexes = usable_indexes(node.indexes)
+    count = (asked or len(indexes)) if node.source == "simulated" else used
+    if not indexes or not count:
+        return HeldGpus()
     ledger = _ledger(air_home())
-    claim = Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, gpus or len(indexes))
+    claim = Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, count)
     try:
         while True:
             admission = ledger.claim(claim, indexes)
@@ -73,9 +77,9 @@ def _ledger(home: Path) -> GpuLedger:
     return GpuLedger(JobStore(home))
 
 
-def usable_indexes() -> list[int]:
-    """This machine's GPUs a call may take: those of the GPU source, within the kernel's CUDA_VISIBLE_DEVICES."""
-    indexes = node_gpus().indexes
+def usable_indexes(indexes: list[int]) -> list[int]:
+    """Those of this machine's GPUs (``indexes``, the GPU source's) that a call may take: the kernel's
+    CUDA_VISIBLE_DEVICES limits them."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None or not all(part.strip().isdigit() for part in visible.split(",") if part.strip()):
         return indexes  # unset, or named by UUID: every GPU of the source

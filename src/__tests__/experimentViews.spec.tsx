@@ -135,6 +135,29 @@ describe('Experiment views', () => {
     expect(onOpenLogs).toHaveBeenCalledWith('job-done', 0, 0);
   });
 
+  it('says why a pending job waits and who holds its GPUs, as text, and no error for it', () => {
+    // Given a job waiting in the GPU queue behind a job of a user whose name holds HTML
+    const reason = `waiting for GPUs: 1st in line for 1 GPU; held by ${HOSTILE}'s job job-a since 10:02 (GPU 0,1)`;
+    const waiting = { ...makeJob('job-wait', 'PENDING'), error: reason };
+    // When rendered
+    dom.render(
+      <JobList
+        jobs={[waiting]}
+        nowMs={T0}
+        onOpenLogs={() => undefined}
+        onCancel={() => undefined}
+        onCopy={() => undefined}
+        trans={trans}
+      />
+    );
+    // Then its place in line reads as typed (whole in the tooltip), and it is not shown as an error
+    const line = dom.container.querySelector('[data-job-id="job-wait"] .jp-Air-job-waiting');
+    expect(line?.textContent).toBe(reason);
+    expect(line?.getAttribute('title')).toBe(reason);
+    expect(dom.container.querySelector('img')).toBeNull();
+    expect(dom.container.querySelector('.jp-Air-run-error')).toBeNull();
+  });
+
   it('lets a cut job id or experiment name be read whole (tooltip) and the id be copied', () => {
     // Given a job of an experiment with a long name, and a run in another long-named experiment
     const longName = 'image-classification/resnet50-imagenet-ablation-lr-warmup-' + HOSTILE;

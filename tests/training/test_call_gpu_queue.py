@@ -14,6 +14,7 @@ import time
 import pytest
 
 from jupyter_air import distributed
+from jupyter_air.training import gpu_claim
 from jupyter_air.training.gpu_claim import GpusBusy
 from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.store import JobStore
@@ -78,3 +79,35 @@ def test_a_call_waits_in_line_behind_a_job_holding_the_gpus_then_runs_on_the_one
     assert runs_of("gpu-queue")[0].info.status == "FINISHED"
     assert ledger.queue() == ([], [])
     assert wait_for(lambda: json.loads(air("get", job, "-o", "json"))["status"] == "SUCCEEDED", "the job to end")
+
+
+def test_cpu_ranks_on_a_machine_with_real_gpus_hold_none_and_the_demos_simulated_ones_are_claimed(
+    air_home, fake_nvml, monkeypatch
+):
+    # Given a machine whose NVML lists 2 GPUs (here a fake NVML) but whose PyTorch drives none (a CPU build)
+    monkeypatch.setenv("AIR_HOME", str(air_home))
+    ledger = GpuLedger(JobStore(air_home))
+
+    # When a call starts 2 CPU ranks, Then it holds no GPU: other work keeps them
+    assert gpu_claim.take(2, 0, "cpu-ranks", False, print) == gpu_claim.HeldGpus()
+    assert ledger.queue() == ([], [])
+
+    # When its ranks drive 1 GPU, Then it holds 1, which its ranks see, until it gives it back
+    held = gpu_claim.take(None, 1, "one-gpu", False, print)
+    assert held.gpus == (0,) and held.environment == {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert [c.label for c in ledger.queue()[0]] == ["one-gpu"]
+    held.release()
+
+    # Given the kernel limited to GPU 1, Then the call takes GPU 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    held = gpu_claim.take(None, 1, "limited", False, print)
+    assert held.gpus == (1,)
+    held.release()
+
+    # Given the demo's simulated GPUs, which no rank drives, Then a call claims what it asks for, as on real ones
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setenv("JUPYTER_AIR_GPU_SOURCE", "simulated")
+    held = gpu_claim.take(2, 0, "demo", False, print)
+    assert held.gpus == (0, 1)
+    held.release()
+    assert ledger.queue() == ([], [])

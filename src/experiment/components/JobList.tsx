@@ -99,6 +99,11 @@ export function JobList(props: IJobListProps): JSX.Element {
                 {job.error}
               </div>
             ) : null}
+            {job.error && job.status === 'PENDING' ? (
+              <div className="jp-Air-job-waiting" title={job.error}>
+                {job.error}
+              </div>
+            ) : null}
             <ul className="jp-Air-attempts">
               {job.attempts.map(attempt => (
                 <AttemptRow

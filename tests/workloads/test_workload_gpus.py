@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import re
 
+import psutil
 import pytest
 from workload_helpers import write_workload
 
@@ -138,3 +139,35 @@ def test_a_job_over_the_admins_gpu_quota_is_refused_at_submit_and_creates_nothin
         "AIR_GPU_QUOTA='two' is not a whole number: set it to the limit per user, or unset it"
         in capsys.readouterr().err
     )
+
+
+def test_a_job_whose_supervisor_is_killed_keeps_its_gpus_until_its_command_is_gone(air, tmp_path):
+    # Given the demo's 2 simulated GPUs held by a job, and another job waiting for both
+    air.env["JUPYTER_AIR_GPU_SOURCE"] = "simulated"
+    seen = f"echo $CUDA_VISIBLE_DEVICES > {tmp_path}/$AIR_JOB_RUN_ID.gpus"
+    first = air.submit(
+        write_workload(tmp_path, "a.yaml", command=f"{seen}; sleep 300", compute={"num_accelerators": 2})
+    )
+    air.wait(first, lambda job: (tmp_path / f"{first}.gpus").exists())
+    second = air.submit(write_workload(tmp_path, "b.yaml", command=seen, compute={"num_accelerators": 2}))
+    air.wait(second, lambda job: "1st in line" in (job["error"] or ""))
+
+    # When the first job's supervisor is killed with SIGKILL (as by the OOM killer), its command still running
+    supervisor = next(
+        p for p in air.processes() if first in " ".join(p.cmdline()) and "supervisor" in " ".join(p.cmdline())
+    )
+    command = next(p for p in air.processes() if "sleep 300" in " ".join(p.cmdline()))
+    supervisor.kill()
+    psutil.wait_procs([supervisor], timeout=10)
+
+    # Then the GPUs stay with the command that still runs on them
+    ledger = GpuLedger(JobStore(air.home))
+    held, queued = ledger.queue()
+    assert [c.claim_id for c in held] == [first] and [c.claim_id for c in queued] == [second]
+
+    # When the command is gone too, Then the job waiting gets both GPUs and runs
+    command.kill()
+    psutil.wait_procs([command], timeout=10)
+    assert air.wait(second)["status"] == "SUCCEEDED"
+    assert (tmp_path / f"{second}.gpus").read_text().split() == ["0,1"]
+    assert air.job(first)["status"] == "FAILED"

@@ -3,7 +3,8 @@
 Every piece of work that uses GPUs (a job's attempts, a notebook call) claims them here and is given them only when
 they are free and its turn has come (:mod:`~jupyter_air.workloads.state.fair_share`); no GPU is given to two claims.
 A claim names the process that waits for or holds it: a claim whose process is gone (killed, its machine restarted)
-is dropped by the next look at the ledger, so nothing holds a GPU for work that is gone.
+is dropped by the next look at the ledger, once no process of its work is left, so nothing holds a GPU for work
+that is gone and no GPU is given while work that was killed halfway still runs on it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from jupyter_air import procs
 from jupyter_air.workloads.state import fair_share
 from jupyter_air.workloads.state.fair_share import Claim, Use
-from jupyter_air.workloads.state.records import now_ms
+from jupyter_air.workloads.state.records import JOB_MARKER, now_ms
 from jupyter_air.workloads.state.store import JobStore
 
 #: The most GPUs one user's work holds at once on this machine (unset: no limit); a larger claim is refused.
@@ -192,7 +193,7 @@ def _sweep(db: sqlite3.Connection, now: int) -> list[Claim]:
         key = (row["pid"], row["pid_started"])
         if key not in alive:
             alive[key] = procs.is_alive(*key)
-        if not alive[key]:
+        if not alive[key] and not _work_left(row["kind"], row["claim_id"]):
             _drop(db, row["claim_id"], now)
             continue
         gpus = json.loads(row["gpus"]) if row["gpus"] else None
@@ -200,6 +201,14 @@ def _sweep(db: sqlite3.Connection, now: int) -> list[Claim]:
         claims.append(Claim(**fields, gpus=tuple(gpus) if gpus is not None else None))
     db.execute("DELETE FROM gpu_use WHERE end_ms < ?", (now - fair_share.WINDOW_MS,))
     return claims
+
+
+def _work_left(kind: str, claim_id: str) -> bool:
+    """Whether a claim whose process is gone still has work on its GPUs: a job's supervisor killed with SIGKILL
+    leaves its command running until it is reaped, and that command keeps the GPUs until then."""
+    if kind != "job":
+        return False  # a call's ranks die with the kernel that made it
+    return bool(procs.ProcessTree(marker={JOB_MARKER: claim_id}).scan())
 
 
 def _drop(db: sqlite3.Connection, claim_id: str, now: int) -> None:

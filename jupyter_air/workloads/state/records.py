@@ -14,9 +14,13 @@ ACTIVE = ("PENDING", "RUNNING")
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "TIMED_OUT")
 
 
+#: The variable of a job's id in the environment of every process of its attempts.
+JOB_MARKER = "AIR_JOB_RUN_ID"
+
+
 def attempt_marker(job_run_id: str, attempt: int) -> dict[str, str]:
     """Environment every process of an attempt inherits: how its leftovers are found, daemons included."""
-    return {"AIR_JOB_RUN_ID": job_run_id, "AIR_ATTEMPT": str(attempt)}
+    return {JOB_MARKER: job_run_id, "AIR_ATTEMPT": str(attempt)}
 
 
 def now_ms() -> int:

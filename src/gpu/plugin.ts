@@ -16,6 +16,7 @@ import { HolderNotifier } from './holderNotifier';
 // The idle GPU holders are read from the start: their notifications do not wait for a panel.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { HoldersModel } from './holders';
+import { GpuQueue } from './queue';
 // The sidebar panel, its model and its charts' runs are created during activation (the layout
 // restorer needs the widget at once), so a lazy import would not load them any later.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
@@ -60,7 +61,8 @@ export const gpuPlugin: JupyterFrontEndPlugin<IGpuModel> = {
       onOpenPath: path => void app.commands.execute('docmanager:open', { path }),
       trans,
       timeline: new RunTimeline({ gpu: model }),
-      holders
+      holders,
+      queue: new GpuQueue({ gpu: model })
     });
     themeManager?.themeChanged.connect(() => widget.refreshTheme());
     await addSidebarPanel({

@@ -7,6 +7,7 @@ import { ModelView } from '../modelView';
 import { GpuPanel } from './components/GpuPanel';
 import type { HoldersModel } from './holders';
 import type { GpuModel } from './model';
+import type { GpuQueue } from './queue';
 import type { RunTimeline } from './timeline';
 import { PANEL_ID } from './tokens';
 
@@ -19,6 +20,10 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
     this.id = PANEL_ID;
     this.addClass('jp-Air-panel');
     this._holders = options.holders ?? null;
+    this._queue = options.queue ?? null;
+    if (this._queue) {
+      this.follow(this._queue.changed);
+    }
     if (this._timeline) {
       this.follow(this._timeline.changed);
     }
@@ -46,12 +51,14 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
         onOpenRun={run => run.url && window.open(run.url, '_blank', 'noopener')}
         heldNodes={this._holders?.nodeHolders}
         onRelease={pid => void this._holders?.release(pid)}
+        queue={this._queue ?? undefined}
       />
     );
   }
 
   private _holders: HoldersModel | null;
   private _onOpenPath: (path: string) => void;
+  private _queue: GpuQueue | null;
   private _themeKey = 0;
   private _timeline: RunTimeline | null;
   private _trans: TranslationBundle;
@@ -67,5 +74,7 @@ export namespace GpuPanelWidget {
     timeline?: RunTimeline;
     /** Notebooks keeping Ray nodes, listed with Release. */
     holders?: HoldersModel;
+    /** This machine's GPU queue, listed when anything holds or waits for a GPU. */
+    queue?: GpuQueue;
   }
 }

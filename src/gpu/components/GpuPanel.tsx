@@ -7,9 +7,11 @@ import type { IRun } from '../../experiment/tokens';
 import { latestValue } from '../history';
 import type { INodeHolder } from '../holders';
 import type { GpuModel } from '../model';
+import type { IHeldClaim, IQueuedClaim } from '../queue';
 import { ChartsView } from './ChartsView';
 import { ClusterOverview } from './ClusterOverview';
 import { DeviceList } from './DeviceList';
+import { GpuQueueView } from './GpuQueueView';
 import { Header } from './Header';
 import { HeldNodes } from './HeldNodes';
 import { HostRow } from './HostRow';
@@ -30,11 +32,13 @@ export interface IGpuPanelProps {
   /** Notebooks keeping Ray nodes, and what Release does. */
   heldNodes?: INodeHolder[];
   onRelease?: (pid: number) => void;
+  /** This machine's GPU queue: the work holding GPUs and the work waiting for them. */
+  queue?: { held: IHeldClaim[]; queued: IQueuedClaim[] };
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
   const { model, revision, themeKey, onOpenPath, trans, refreshIcon, runs, onOpenRun } = props;
-  const { heldNodes, onRelease } = props;
+  const { heldNodes, onRelease, queue } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -136,6 +140,9 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
             trans={trans}
           />
         </>
+      ) : null}
+      {queue && queue.held.length + queue.queued.length > 0 ? (
+        <GpuQueueView held={queue.held} queued={queue.queued} trans={trans} />
       ) : null}
       {heldNodes && heldNodes.length > 0 && onRelease ? (
         <HeldNodes

@@ -1,9 +1,5 @@
 /** The GPU queue of this machine shown in the GPU panel: asked for once per new GPU sample, only while it shows. */
-import { IDisposable } from '@lumino/disposable';
-import { ISignal, Signal } from '@lumino/signaling';
-
-import { requestAPI, Requester } from '../request';
-import type { IGpuModel } from './tokens';
+import { GpuFollower } from './follower';
 
 /** One piece of work's claim on GPUs: a job of `air` or a notebook's call, as `GET gpu/queue` answers. */
 export interface IGpuClaim {
@@ -38,21 +34,7 @@ export interface IGpuQueuePayload {
  * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only while the GPU
  * panel is visible, it asks once for the queue (never two requests at once), so it reads nothing while hidden.
  */
-export class GpuQueue implements IDisposable {
-  constructor(options: GpuQueue.IOptions) {
-    this._gpu = options.gpu;
-    this._request = options.request ?? requestAPI;
-    this._gpu.changed.connect(this._onGpuChanged, this);
-  }
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
-  }
-
+export class GpuQueue extends GpuFollower {
   /** The work holding this machine's GPUs. */
   get held(): IHeldClaim[] {
     return this._payload.held;
@@ -63,18 +45,9 @@ export class GpuQueue implements IDisposable {
     return this._payload.queued;
   }
 
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    this._gpu.changed.disconnect(this._onGpuChanged, this);
-    Signal.clearData(this);
-  }
-
-  private _onGpuChanged(): void {
-    const newest = this._gpu.newestSampleMs;
-    if (!this._gpu.isVisibleTo('panel') || newest === null) {
+  protected onGpuChanged(): void {
+    const newest = this.gpu.newestSampleMs;
+    if (!this.gpu.isVisibleTo('panel') || newest === null) {
       return;
     }
     if (this._inflight || newest === this._askedForNewest) {
@@ -89,10 +62,10 @@ export class GpuQueue implements IDisposable {
 
   private async _fetch(): Promise<void> {
     try {
-      const answer = await this._request<IGpuQueuePayload>('gpu/queue', { method: 'GET' });
-      if (!this._disposed) {
+      const answer = await this.request<IGpuQueuePayload>('gpu/queue', { method: 'GET' });
+      if (!this.isDisposed) {
         this._payload = answer;
-        this._changed.emit();
+        this.emitChanged();
       }
     } catch (error) {
       // The queue shown stays as it was; the next GPU poll asks again.
@@ -102,18 +75,6 @@ export class GpuQueue implements IDisposable {
   }
 
   private _askedForNewest: number | null = null;
-  private _changed = new Signal<this, void>(this);
-  private _disposed = false;
-  private _gpu: IGpuModel;
   private _inflight = false;
   private _payload: IGpuQueuePayload = { held: [], queued: [] };
-  private _request: Requester;
-}
-
-export namespace GpuQueue {
-  export interface IOptions {
-    gpu: IGpuModel;
-    /** Replaces `requestAPI` (tests). */
-    request?: Requester;
-  }
 }

@@ -1,10 +1,6 @@
 /** The runs shaded on the GPU panel's charts: asked for once per new GPU sample, only while they show. */
-import { IDisposable } from '@lumino/disposable';
-import { ISignal, Signal } from '@lumino/signaling';
-
 import type { IRun, IRunWindowPayload } from '../experiment/tokens';
-import { requestAPI, Requester } from '../request';
-import type { IGpuModel } from './tokens';
+import { GpuFollower } from './follower';
 
 /**
  * Follows the GPU model instead of polling: after a GPU poll that brought a newer sample, and only
@@ -16,21 +12,7 @@ import type { IGpuModel } from './tokens';
  * So it makes at most one extra request per GPU poll, never two at once, and none while the charts
  * are hidden.
  */
-export class RunTimeline implements IDisposable {
-  constructor(options: RunTimeline.IOptions) {
-    this._gpu = options.gpu;
-    this._request = options.request ?? requestAPI;
-    this._gpu.changed.connect(this._onGpuChanged, this);
-  }
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
-  }
-
+export class RunTimeline extends GpuFollower {
   /** The runs active in the charts' window, newest first. */
   get runs(): IRun[] {
     return this._runs;
@@ -41,23 +23,14 @@ export class RunTimeline implements IDisposable {
     return this._revision;
   }
 
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    this._gpu.changed.disconnect(this._onGpuChanged, this);
-    Signal.clearData(this);
-  }
-
-  private _onGpuChanged(): void {
-    const node = this._gpu.payload?.node ?? null;
+  protected onGpuChanged(): void {
+    const node = this.gpu.payload?.node ?? null;
     if (node !== this._node) {
       this._follow(node);
     }
-    const newest = this._gpu.newestSampleMs;
-    const oldest = this._gpu.history.timestampsMs[0];
-    const chartsShown = this._gpu.isVisibleTo('panel') && this._gpu.devices.length > 0;
+    const newest = this.gpu.newestSampleMs;
+    const oldest = this.gpu.history.timestampsMs[0];
+    const chartsShown = this.gpu.isVisibleTo('panel') && this.gpu.devices.length > 0;
     if (!chartsShown || node === null || newest === null || oldest === undefined) {
       return;
     }
@@ -69,8 +42,8 @@ export class RunTimeline implements IDisposable {
     const from = this._heldToMs === null ? oldest : Math.max(oldest, this._heldToMs);
     void this._fetch(node, from, newest, oldest).finally(() => {
       this._inflight = false;
-      if (node !== this._node && !this._disposed) {
-        this._onGpuChanged(); // the charts show another node since: ask for its runs now
+      if (node !== this._node && !this.isDisposed) {
+        this.onGpuChanged(); // the charts show another node since: ask for its runs now
       }
     });
   }
@@ -83,7 +56,7 @@ export class RunTimeline implements IDisposable {
     if (this._runs.length > 0) {
       this._runs = [];
       this._revision += 1;
-      this._changed.emit();
+      this.emitChanged();
     }
   }
 
@@ -95,8 +68,8 @@ export class RunTimeline implements IDisposable {
   ): Promise<void> {
     const endpoint = `runs?from=${fromMs}&to=${toMs}&node=${encodeURIComponent(node)}`;
     try {
-      const answer = await this._request<IRunWindowPayload>(endpoint, { method: 'GET' });
-      if (this._disposed || node !== this._node) {
+      const answer = await this.request<IRunWindowPayload>(endpoint, { method: 'GET' });
+      if (this.isDisposed || node !== this._node) {
         return;
       }
       const byId = new Map(this._runs.map(run => [run.run_id, run]));
@@ -106,7 +79,7 @@ export class RunTimeline implements IDisposable {
         .sort((a, b) => b.start_ms - a.start_ms);
       this._heldToMs = toMs;
       this._revision += 1;
-      this._changed.emit();
+      this.emitChanged();
     } catch (error) {
       // The charts stay as they are; the next GPU poll asks again.
       this._askedForNewest = null;
@@ -117,21 +90,9 @@ export class RunTimeline implements IDisposable {
   private _askedForNewest: number | null = null;
   /** The end of the window of the last answer: later requests start there. */
   private _heldToMs: number | null = null;
-  private _changed = new Signal<this, void>(this);
-  private _disposed = false;
-  private _gpu: IGpuModel;
   private _inflight = false;
   /** The node whose runs are held (the charts' node), or `null`. */
   private _node: string | null = null;
-  private _request: Requester;
   private _revision = 0;
   private _runs: IRun[] = [];
-}
-
-export namespace RunTimeline {
-  export interface IOptions {
-    gpu: IGpuModel;
-    /** Replaces `requestAPI` (tests). */
-    request?: Requester;
-  }
 }

@@ -5,10 +5,10 @@ allow, in `air` and in their Jupyter server's panel routes alike."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from team_calls import air, call, team_hub
+from waiting import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +31,6 @@ def succeeded(team, user: str, job: str) -> dict | None:
     """The job as ``user`` sees it once it has succeeded (None before)."""
     found = call(team, user, "GET", f"jobs/{job}")[1]
     return found if found["status"] == "SUCCEEDED" else None
-
-
-def wait_for(check, what: str, seconds: float = 90):
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
-        time.sleep(0.5)
-    return found
 
 
 def test_alices_schedule_is_kept_and_fired_by_the_service_and_bob_acts_on_it_only_as_granted(team, tmp_path):

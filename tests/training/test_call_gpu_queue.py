@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
+from waiting import wait_for
 
 from jupyter_air import distributed
 from jupyter_air.training import gpu_claim
@@ -30,14 +30,6 @@ def air(*args: str) -> str:
     done = subprocess.run([sys.executable, "-m", "jupyter_air.cli", *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
-
-
-def wait_for(condition, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
-        time.sleep(0.2)
-    return found
 
 
 def test_a_call_waits_in_line_behind_a_job_holding_the_gpus_then_runs_on_the_one_it_holds(

@@ -39,14 +39,14 @@ test('the node selector shows every node, then one node in detail, then every no
   await panel.screenshot({ path: test.info().outputPath('gpu-panel-node-detail.png') });
 
   // When "All nodes" is chosen in the selector, Then the overview is back
-  const overview = page.waitForResponse(response => /\/jupyter-air\/gpu\b/.test(response.url()));
+  const overview = page.waitForResponse(response => /\/jupyter-air\/gpu(\?|$)/.test(response.url()));
   await select.selectOption('');
   await overview; // answered before the route below: a Refresh meanwhile would join that request
   await expect(rows).toHaveCount(3);
   await expect(panel.locator('.jp-Air-device')).toHaveCount(0);
 
   // When the server reports that worker unreachable (as it does once its node stops answering)
-  await page.route(/\/jupyter-air\/gpu/, async route => {
+  await page.route(/\/jupyter-air\/gpu(\?|$)/, async route => {
     const response = await route.fetch();
     const body = await response.json();
     for (const node of body.nodes) {

@@ -68,7 +68,7 @@ test.describe('GPU panel, simulated GPUs', () => {
     const notebook = `${tmpPath}/${name}`;
     const empty = { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };
     await page.contents.uploadContent(JSON.stringify(empty), 'text', notebook);
-    await page.route(/\/jupyter-air\/gpu/, async route => {
+    await page.route(/\/jupyter-air\/gpu(\?|$)/, async route => {
       const response = await route.fetch();
       const body = await response.json();
       body.processes = [

@@ -39,7 +39,9 @@ test('the node selector shows every node, then one node in detail, then every no
   await panel.screenshot({ path: test.info().outputPath('gpu-panel-node-detail.png') });
 
   // When "All nodes" is chosen in the selector, Then the overview is back
-  const overview = page.waitForResponse(response => /\/jupyter-air\/gpu(\?|$)/.test(response.url()));
+  const overview = page.waitForResponse(response =>
+    /\/jupyter-air\/gpu(\?|$)/.test(response.url())
+  );
   await select.selectOption('');
   await overview; // answered before the route below: a Refresh meanwhile would join that request
   await expect(rows).toHaveCount(3);

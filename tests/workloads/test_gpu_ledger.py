@@ -139,6 +139,8 @@ def test_quotas_refuse_with_the_quota_named_and_hold_a_user_at_their_gpus_while_
         ledger.claim(claim("alice", 5), GPUS)
     held, queued = ledger.queue()
     assert [c.claim_id for c in queued] == ["alice-2", "alice-4"]
+    # And the queue as shown (air queue, the GPU panel) gives the same reason as the claimant sees
+    assert "would pass the quota of 1 at once (AIR_GPU_QUOTA)" in ledger.describe()["queued"][0]["reason"]
 
 
 def test_more_gpus_than_the_machine_has_is_refused_at_once(ledger):

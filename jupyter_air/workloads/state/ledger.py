@@ -47,6 +47,12 @@ class Quota:
     def from_environment(cls) -> Quota:
         return cls(_limit(GPU_QUOTA_ENV), _limit(QUEUE_QUOTA_ENV))
 
+    def refusal(self, count: int) -> str | None:
+        """Why ``count`` GPUs at once are over the GPU quota (and what to ask for instead), or None."""
+        if self.gpus is None or count <= self.gpus:
+            return None
+        return f"over the quota of {self.gpus} GPU(s) at once per user ({GPU_QUOTA_ENV}); ask for at most {self.gpus}"
+
 
 def _limit(name: str) -> int | None:
     text = os.environ.get(name, "").strip()
@@ -114,11 +120,11 @@ class GpuLedger:
         """The ledger as JSON: ``held`` (GPUs, since when) and ``queued`` (in order, with each one's place and
         reason), each item's ``claim_id``, ``kind``, ``user``, ``label`` and ``count``."""
         held, queued = self.queue()
-        now = self.clock()
+        now, gpu_quota = self.clock(), self.quota.gpus
         waiting = []
         for position, claim in enumerate(queued, start=1):
             item = {**_public(claim), "position": position, "submitted_ms": claim.submitted_ms}
-            waiting.append({**item, "reason": fair_share.reason(position, claim, held, now)})
+            waiting.append({**item, "reason": _why(position, claim, held, gpu_quota, now)})
         return {
             "held": [{**_public(c), "gpus": list(c.gpus), "granted_ms": c.granted_ms} for c in held],
             "queued": waiting,
@@ -128,11 +134,8 @@ class GpuLedger:
     def _check(claim: Claim, claims: list[Claim], indexes: Sequence[int], quota: Quota) -> None:
         if claim.count > len(indexes):
             raise NoSuchGpus(f"{claim.count} GPU(s) asked for but this machine has {len(indexes)}")
-        if quota.gpus is not None and claim.count > quota.gpus:
-            raise QuotaExceeded(
-                f"{claim.count} GPU(s) asked for, over the quota of {quota.gpus} GPU(s) at once per user"
-                f" ({GPU_QUOTA_ENV}); ask for at most {quota.gpus}"
-            )
+        if refusal := quota.refusal(claim.count):
+            raise QuotaExceeded(f"{claim.count} GPU(s) asked for, {refusal}")
         waiting = sum(1 for c in claims if c.user == claim.user and not c.held)
         if quota.queued is not None and waiting >= quota.queued:
             raise QuotaExceeded(
@@ -146,12 +149,9 @@ class GpuLedger:
         now = self.clock()
         held = [c for c in claims if c.held]
         taken = {g for c in held for g in c.gpus}
-        by_user: dict[str, int] = {}
-        for c in held:
-            by_user[c.user] = by_user.get(c.user, 0) + c.count
         hours = _recent_hours(db, claims, now)
         ordered = fair_share.order([c for c in claims if not c.held], hours)
-        given = fair_share.admitted(ordered, [i for i in indexes if i not in taken], by_user, gpu_quota)
+        given = fair_share.admitted(ordered, [i for i in indexes if i not in taken], _held_by_user(held), gpu_quota)
         for granted, gpus in given.items():
             db.execute(
                 "UPDATE gpu_claims SET gpus = ?, granted_ms = ? WHERE claim_id = ?", (json.dumps(gpus), now, granted)
@@ -161,13 +161,25 @@ class GpuLedger:
             return Admission(mine.gpus or given[claim_id])
         waiting = [c for c in ordered if c.claim_id not in given]
         position = 1 + next(n for n, c in enumerate(waiting) if c.claim_id == claim_id)
-        if fair_share.over_quota(mine, by_user, gpu_quota):
-            why = (
-                f"{fair_share.ordinal(position)} in line; {mine.user} holds {by_user[mine.user]} GPU(s), and"
-                f" {mine.count} more would pass the quota of {gpu_quota} at once ({GPU_QUOTA_ENV})"
-            )
-            return Admission(None, position, why)
-        return Admission(None, position, fair_share.reason(position, mine, held, now))
+        return Admission(None, position, _why(position, mine, held, gpu_quota, now))
+
+
+def _held_by_user(held: list[Claim]) -> dict[str, int]:
+    by_user: dict[str, int] = {}
+    for claim in held:
+        by_user[claim.user] = by_user.get(claim.user, 0) + claim.count
+    return by_user
+
+
+def _why(position: int, claim: Claim, held: list[Claim], gpu_quota: int | None, now: int) -> str:
+    """Why a queued claim waits: its user's GPU quota when that holds it back, else its place and the holders."""
+    by_user = _held_by_user(held)
+    if fair_share.over_quota(claim, by_user, gpu_quota):
+        return (
+            f"{fair_share.ordinal(position)} in line; {claim.user} holds {by_user[claim.user]} GPU(s), and"
+            f" {claim.count} more would pass the quota of {gpu_quota} at once ({GPU_QUOTA_ENV})"
+        )
+    return fair_share.reason(position, claim, held, now)
 
 
 def _public(claim: Claim) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jupyter_air.gpu.sources import opened
-from jupyter_air.workloads.state.ledger import GPU_QUOTA_ENV, Quota
+from jupyter_air.workloads.state.ledger import Quota
 
 _TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
 
@@ -87,12 +87,7 @@ def check_local(num_accelerators: int, accelerator_type: str | None) -> tuple[st
 def _over_quota(num_accelerators: int) -> str | None:
     """Why the admin's GPU quota per user refuses the request, or None."""
     try:
-        limit = Quota.from_environment().gpus
+        refusal = Quota.from_environment().refusal(num_accelerators)
     except ValueError as err:
         return f"the GPU quota cannot be read: {err}"
-    if limit is None or num_accelerators <= limit:
-        return None
-    return (
-        f"compute.num_accelerators: {num_accelerators} GPU(s) requested, over the quota of {limit} GPU(s) at once"
-        f" per user ({GPU_QUOTA_ENV}); ask for at most {limit}"
-    )
+    return refusal and f"compute.num_accelerators: {num_accelerators} GPU(s) requested, {refusal}"

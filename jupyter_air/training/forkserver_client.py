@@ -1,10 +1,10 @@
 """This process's side of its fork server (:mod:`~jupyter_air.training.forkserver`): start it, ask it, hear it.
 
 One fork server per process (a kernel, a script, a node's actor), started in the background when a
-``@distributed`` function is defined and restarted if it died. A kernel's is forked by AIR_HOME's resident zygote
-(:mod:`~jupyter_air.training.zygote_client`), which imported torch once for every kernel; any other process starts its
-own (so does a kernel when no zygote can serve). Requests go down one pipe, events come back on another and are
-read by one thread; the pipes are private to the two processes, so nothing listens.
+``@distributed`` function is defined and restarted if it died. A kernel's (and a remote call's supervisor's) is forked
+by AIR_HOME's resident zygote (:mod:`~jupyter_air.training.zygote_client`), which imported torch once for every kernel;
+any other process starts its own (so does a kernel when no zygote can serve). Requests go down one pipe, events come
+back on another and are read by one thread; the pipes are private to the two processes, so nothing listens.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ _INSTALL_HINT = (
 )
 #: Seconds a request to the fork server may take to be answered once it is ready.
 _ANSWER_SECONDS = 30.0
-#: Seconds the fork server may take to import torch and say it is ready (a loaded machine is slow).
-READY_SECONDS = 300.0
 
 
 class CallEvents:
@@ -49,12 +47,15 @@ class Launcher:
 
     _current: Launcher | None = None
     _lock = threading.Lock()
+    #: True where this process's fork server is forked by AIR_HOME's zygote though it is no kernel: a job's
+    #: supervisor running a remote call (its ranks then start without waiting for torch to import).
+    from_zygote = False
 
     def __init__(self, resident: bool = False):
         scratch.sweep()  # what fork servers and calls of this user that were killed left behind
         self.folder = scratch.make("air-launcher-")  # mode 0700: its log, gone when it ends
         self.process: subprocess.Popen | None = None
-        pipes = zygote_client.fork_server(self.folder, READY_SECONDS) if resident else None
+        pipes = zygote_client.fork_server(self.folder, zygote_client.READY_SECONDS) if resident else None
         if pipes is not None:
             self.requests, self.events = os.fdopen(pipes[0], "wb"), os.fdopen(pipes[1], "rb")
         else:
@@ -90,7 +91,7 @@ class Launcher:
             raise DistributedError(_INSTALL_HINT)
         with cls._lock:
             if cls._current is None or cls._current.ended.is_set():
-                cls._current = cls(resident=in_jupyter_kernel())
+                cls._current = cls(resident=cls.from_zygote or in_jupyter_kernel())
             return cls._current
 
     @classmethod
@@ -109,10 +110,11 @@ class Launcher:
     def info(self) -> dict:
         """The ready fork server's facts (``cuda_devices``: GPUs the ranks see), waiting for it if needed."""
         try:
-            info = self.ready.result(READY_SECONDS)
+            info = self.ready.result(zygote_client.READY_SECONDS)
         except TimeoutError:
             raise DistributedError(
-                f"the fork server did not start within {READY_SECONDS:g} s; its log is {self.folder / 'forkserver.log'}"
+                f"the fork server did not start within {zygote_client.READY_SECONDS:g} s; its log is "
+                f"{self.folder / 'forkserver.log'}"
             ) from None
         if "message" in info:
             raise DistributedError(f"the fork server could not import PyTorch: {info['message']}. {_INSTALL_HINT}")

@@ -2,8 +2,9 @@
 ``attach()`` to follow it again (or show a finished local call) from any kernel.
 
 The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.remote_runner` runs it): on this machine a
-detached supervisor, on a Ray cluster a Ray Job. The cell shows the run card once the job's run exists, the
-ranks' lines as they come, and returns the results by rank, or raises the call's DistributedError. An
+detached supervisor (forked from AIR_HOME's zygote when one runs, whose fork server its ranks then come from: no
+process imports torch for the call), on a Ray cluster a Ray Job. The cell shows the run card once the job's run
+exists, the ranks' lines as they come, and returns the results by rank, or raises the call's DistributedError. An
 interrupt stops following, never the job.
 """
 
@@ -22,7 +23,7 @@ from jupyter_air.run_card.state import CardState
 from jupyter_air.tracking.entities import TrackingError
 from jupyter_air.tracking.naming import GPUS_TAG, REMOTE_TAG, WORLD_SIZE_TAG
 from jupyter_air.tracking.store import tracker
-from jupyter_air.training import runs
+from jupyter_air.training import runs, zygote_client
 from jupyter_air.training.cell import is_cell_result
 from jupyter_air.training.errors import CallDetached, DistributedError
 from jupyter_air.training.launch_plan import world_size_for
@@ -35,8 +36,9 @@ from jupyter_air.workloads.jobs.jobs import JobNotFound, Jobs
 from jupyter_air.workloads.state.kept_results import RESULTS
 from jupyter_air.workloads.state.logs import LogCursor
 
-#: Seconds between two looks at the job while following it.
-_POLL_SECONDS = 0.2
+#: Seconds between two looks at the job while following it: the first soon (a short call ends within a second), each
+#: next one a half longer, up to the last.
+_POLL_SECONDS = (0.02, 0.2)
 #: Finished local calls of this kernel that ``attach`` can show again, by run id (the newest last).
 _RECENT: OrderedDict[str, tuple[dict, list | None, BaseException | None]] = OrderedDict()
 _RECENT_CALLS = 20
@@ -73,7 +75,7 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
         "call": call,
     }
     files = {PAYLOAD: payload, CONTEXT: json.dumps(call_context()).encode()}
-    return Jobs().submit(workload, source=source, files=files).job_run_id
+    return Jobs().submit(workload, source=source, files=files, warm=zygote_client.supervisor).job_run_id
 
 
 def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
@@ -81,6 +83,7 @@ def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
     jobs = Jobs()
     starting = starting or StartingCard(card_mode())
     card, readers = None, {}
+    poll = _POLL_SECONDS[0]
     try:
         while True:
             job = jobs.get(job_run_id)
@@ -93,7 +96,8 @@ def follow(job_run_id: str, starting: StartingCard | None = None) -> list:
                 card.add_lines(_new_lines(jobs, job, attempt.attempt, readers))
             if not job.active:
                 break
-            time.sleep(_POLL_SECONDS)
+            time.sleep(poll)
+            poll = min(poll * 1.5, _POLL_SECONDS[1])
     except KeyboardInterrupt:
         if card is not None:
             card.detach()

@@ -67,6 +67,7 @@ class CallRunner:
                 return False
             self.gpus = gpus
             os.environ.update(cuda_environment(gpus))  # the fork server counts these
+            Launcher.from_zygote = True  # forked by AIR_HOME's zygote, as a kernel's: torch is imported there
             self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
         else:
             options = RunOptions.of(self.spec["options"])

@@ -1,5 +1,6 @@
-"""The zygote's own process (:mod:`~jupyter_air.training.zygote_client` starts and asks it): imports torch once, then
-forks a fork server for each kernel that asks, with that kernel's environment, folder and pipes."""
+"""The zygote's own process (:mod:`~jupyter_air.training.zygote_client` starts and asks it): imports torch and the job
+supervisor once, then forks a fork server for each kernel that asks, with that kernel's environment, folder and pipes,
+and a detached supervisor for each remote call submitted while it runs."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from jupyter_air.home import FILE_MODE
 from jupyter_air.residents import StarterWatch, holders_dir, idle_seconds
 from jupyter_air.training import forkserver
 from jupyter_air.training.zygote_client import DEFAULT_IDLE_SECONDS, IDLE_ENV, peer, private
+from jupyter_air.workloads.supervisor import process  # imported once here: a supervisor forked from it starts warm
 
 
 def main() -> None:
@@ -60,8 +62,8 @@ def _listen(socket_file: Path) -> socket.socket:
 
 
 def _serve(listener: socket.socket, lock: int, idle: float, starter: StarterWatch) -> None:
-    """Fork a fork server for each caller until idle for ``idle`` seconds with none left, or none is left once the
-    Jupyter server that started it has exited and nothing else holds it."""
+    """Fork what each caller asks for until idle for ``idle`` seconds with none of its children left, or none is left
+    once the Jupyter server that started it has exited and nothing else holds it."""
     children: set[int] = set()
     last = time.monotonic()
     while children or (time.monotonic() - last < idle and not starter.should_stop()):
@@ -80,8 +82,9 @@ def _serve(listener: socket.socket, lock: int, idle: float, starter: StarterWatc
 
 
 def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int | None:
-    """Fork a fork server for the caller at ``connection`` (this user's only); its PID. The child keeps neither the
-    listener nor the lock (the zygote's alone: a next zygote can take it while fork servers live on)."""
+    """Fork what the caller at ``connection`` (this user's only) asks for: a fork server (its request and event pipes
+    come with the request) or a job's supervisor (its log comes with it); the child's PID. The child keeps neither the
+    listener nor the lock (the zygote's alone: a next zygote can take it while its children live on)."""
     pid, uid, _ = peer(connection)
     if uid != os.getuid():
         return None
@@ -95,7 +98,8 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
         request = json.loads(data)
     except (OSError, ValueError):
         request = None
-    if request is None or len(fds) != 2:
+    supervisor = isinstance(request, dict) and request.get("kind") == "supervisor"
+    if request is None or len(fds) != (1 if supervisor else 2):
         for fd in fds:
             os.close(fd)
         return None
@@ -106,13 +110,36 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
             listener.close()
             connection.close()
             os.close(lock)
-            code = _become_fork_server(request, *fds, owner)
+            code = _become_supervisor(request, *fds) if supervisor else _become_fork_server(request, *fds, owner)
         finally:
             os._exit(code)
     for fd in fds:
         os.close(fd)
-    connection.sendall(b"ok")
+    connection.sendall(f"ok {child}".encode())
     return child
+
+
+def _become_supervisor(request: dict, log: int) -> int:
+    """In a forked child: a job's supervisor, detached as one started cold is (a session of its own, its log, the
+    submitter's environment, folder and umask)."""
+    os.setsid()
+    for target in (1, 2):
+        os.dup2(log, target)
+    os.close(log)
+    _caller_environment(request)
+    os.umask(request["umask"])
+    try:
+        process.main([request["job_run_id"]])
+    except SystemExit as end:
+        return end.code if isinstance(end.code, int) else 1
+    return 0
+
+
+def _caller_environment(request: dict) -> None:
+    os.environ.clear()
+    os.environ.update(request["env"])
+    with contextlib.suppress(OSError):
+        os.chdir(request["cwd"])
 
 
 def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[int, float | None]) -> int:
@@ -126,10 +153,7 @@ def _become_fork_server(request: dict, requests: int, events: int, owner: tuple[
     os.dup2(requests, 0)
     for fd in (out, requests):
         os.close(fd)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    with contextlib.suppress(OSError):
-        os.chdir(request["cwd"])
+    _caller_environment(request)
     try:
         forkserver.serve(sys.stdin.buffer, os.fdopen(events, "w"), lambda: procs.is_alive(*owner))
     finally:

@@ -8,8 +8,9 @@ of its own. It holds a lock on ``AIR_HOME/forks-<key>.pid``
 folder of mode 0700, checked to be this user's before every use, never TCP; it takes connections of its own user only
 (``SO_PEERCRED``). A kernel sends it two pipe ends, its environment and working folder; the forked fork server then
 serves the kernel over them as one the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends
-when the kernel goes. The zygote stops after ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with no fork server left,
-removing its folder.
+when the kernel goes. A remote call sends its job's id and supervisor log instead: the forked supervisor runs the job
+as one started cold would, and asks the zygote for its call's fork server in turn. The zygote stops after
+``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with nothing it forked left, removing its folder.
 """
 
 from __future__ import annotations
@@ -42,20 +43,28 @@ DEFAULT_IDLE_SECONDS = 1800.0
 FOLDER_PREFIX = "jupyter-air-forks-"
 SOCKET_NAME = "forks.sock"
 LOG_NAME = "forks.log"
+#: Seconds a fork server (or a zygote) may take to import torch and say it is ready (a loaded machine is slow).
+READY_SECONDS = 300.0
 _PEER = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 #: Variables read when torch and its libraries load (thread pools, devices, what is loaded): a kernel whose values
 #: differ gets a zygote of its own, so its ranks start as a fork server it started itself would have.
 _LOAD_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TORCH", "PYTORCH_", "LD_", "PYTHON")
+#: Read when CUDA starts, which a zygote never does (it counts GPUs through NVML), not as torch loads: a remote call's
+#: supervisor, which sets them to the GPUs it holds, shares the kernels' zygote.
+_READ_AT_CUDA_START = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
-def key() -> str:
-    """What a zygote must share with its callers: the user, AIR_HOME, the interpreter, this code, torch, and the
-    variables read when torch loads."""
+def key(env: dict[str, str] | None = None) -> str:
+    """What a zygote must share with its callers (of this process's environment, or ``env``): the user, AIR_HOME, the
+    interpreter, this code, torch, and the variables read when torch loads."""
+    env = os.environ if env is None else env
     package = Path(__file__).resolve().parents[1]
     torch = importlib.util.find_spec("torch")
     newest = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
-    loading = sorted((k, v) for k, v in os.environ.items() if k.startswith(_LOAD_TIME_PREFIXES))
-    parts = [os.getuid(), str(air_home()), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
+    loading = sorted(
+        (k, v) for k, v in env.items() if k.startswith(_LOAD_TIME_PREFIXES) and k not in _READ_AT_CUDA_START
+    )
+    parts = [os.getuid(), str(air_home(env)), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
     return hashlib.sha256(json.dumps([*parts, loading]).encode()).hexdigest()[:16]
 
 
@@ -88,11 +97,32 @@ def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
         for fd in (request_read, event_write):
             os.close(fd)
         connection.close()
-    if answer != b"ok":
+    if not answer.startswith(b"ok"):
         os.close(request_write)
         os.close(event_read)
         return None
     return request_write, event_read
+
+
+def supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int) -> int | None:
+    """Fork the job's supervisor from AIR_HOME's zygote for ``env`` when one runs or starts (none is started for it:
+    its fork server would wait for that one), with ``env``, ``folder`` and this process's umask, its output to
+    ``log``: its PID, or None (start it cold then)."""
+    connection = _reach(key(env), READY_SECONDS, start=False)
+    if connection is None:
+        return None
+    umask = os.umask(0o077)
+    os.umask(umask)
+    request = {"kind": "supervisor", "job_run_id": job_run_id, "env": env, "cwd": str(folder), "umask": umask}
+    try:
+        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [log])
+        answer = connection.recv(32).decode()
+    except OSError:
+        return None
+    finally:
+        connection.close()
+    word, _, pid = answer.partition(" ")
+    return int(pid) if word == "ok" and pid.isdigit() else None
 
 
 def warm() -> bool:
@@ -106,9 +136,9 @@ def warm() -> bool:
     return True
 
 
-def _reach(name: str, timeout: float) -> socket.socket | None:
-    """A connection to the zygote ``name``, starting one unless one lives; None when its folder is not this user's
-    alone, or no zygote came up (see ``AIR_HOME/logs/forks.log``)."""
+def _reach(name: str, timeout: float, start: bool = True) -> socket.socket | None:
+    """A connection to the zygote ``name``, starting one unless one lives (with ``start``); None when its folder is
+    not this user's alone, or no zygote came up (see ``AIR_HOME/logs/forks.log``)."""
     path = socket_path(name)
     started = None
     deadline = time.monotonic() + timeout
@@ -120,6 +150,8 @@ def _reach(name: str, timeout: float) -> socket.socket | None:
         if connection is not None:
             return connection
         if not locked(lock_path(name)):
+            if not start:
+                return None
             if started is not None and started.poll() is not None:
                 return None  # it ended without serving: torch could not be imported, say
             if started is None:

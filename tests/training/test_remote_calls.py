@@ -9,11 +9,14 @@ import threading
 import time
 
 import nbformat
+import psutil
 import pytest
 from nbclient import NotebookClient
 from notebook_helpers import outputs_text
 
 from jupyter_air.format import duration
+from jupyter_air.training import zygote_client
+from jupyter_air.workloads.jobs.jobs import Jobs
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -44,7 +47,7 @@ def _interrupt_when(client: NotebookClient, ready) -> threading.Thread:
 
 
 @pytest.mark.usefixtures("no_orphans")
-def test_a_remote_call_outlives_its_kernel_and_a_new_kernel_attaches_to_it(kernel_env, store, runs_of):
+def test_a_remote_call_outlives_its_killed_kernel_and_a_new_kernel_attaches_to_it(kernel_env, store, runs_of, air_home):
     # Given a notebook whose remote call runs until the test lets it end
     release, started = kernel_env / "release", kernel_env / "started"
     define = (
@@ -62,12 +65,15 @@ def test_a_remote_call_outlives_its_kernel_and_a_new_kernel_attaches_to_it(kerne
     client, nb = _notebook(kernel_env, define, "train.distributed(10, remote=True)")
     nb.cells[1].metadata["tags"] = ["raises-exception"]
 
-    # When the kernel runs it and the user interrupts the cell once every rank runs, then shuts the kernel down
+    # When the kernel runs it and the user interrupts the cell once every rank runs, then the kernel is killed
     with client.setup_kernel():
         client.execute_cell(nb.cells[0], 0)
         watcher = _interrupt_when(client, lambda: all(pathlib.Path(f"{started}{r}").exists() for r in (0, 1)))
         client.execute_cell(nb.cells[1], 1)
         watcher.join()
+        kernel = client.km.provisioner.process
+        kernel.kill()  # SIGKILL: nothing of the kernel says goodbye
+        kernel.wait(30)
     followed = outputs_text(nb.cells[1])
 
     # Then the interrupt only stopped following: it says how to attach again and how to cancel
@@ -79,6 +85,10 @@ def test_a_remote_call_outlives_its_kernel_and_a_new_kernel_attaches_to_it(kerne
     (run,) = runs_of("remote-nb")
     assert run.info.status == "RUNNING"
     assert run.data.tags["air.job_run_id"] == job_run_id and run.data.tags["air.notebook_path"] == "work/remote.ipynb"
+    # And its supervisor started warm: forked from AIR_HOME's zygote, which the kernel's first call started
+    supervisor = psutil.Process(Jobs().get(job_run_id).supervisor_pid)
+    zygotes = [held[0] for lock in air_home.glob("forks-*.pid") if (held := zygote_client.holder(lock))]
+    assert supervisor.ppid() in zygotes, (supervisor.ppid(), zygotes)
 
     # When a new kernel attaches to it (with the magic) and the ranks are let end
     client, nb = _notebook(kernel_env, "%load_ext jupyter_air", f"%air_attach {job_run_id}")

@@ -38,7 +38,7 @@ from jupyter_air.workloads.state.records import Attempt, Job
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor import ray_jobs
 from jupyter_air.workloads.supervisor.control import cancel, reap
-from jupyter_air.workloads.supervisor.executor import executor_for
+from jupyter_air.workloads.supervisor.executor import WarmStart, executor_for
 from jupyter_air.workloads.supervisor.gpus import check_local, local_count
 from jupyter_air.workloads.supervisor.run_as import account_problem
 
@@ -165,13 +165,22 @@ class Jobs:
         user: str | None = None,
         ray_address: str | None = None,
         files: Mapping[str, bytes] | None = None,
+        warm: WarmStart | None = None,
     ) -> Job:
         """Record and start a validated workload (``ResolvedWorkload.as_dict()``, or a dict of that shape with
         another ``kind`` of work); ``files`` are written owner-only into the job's folder before its supervisor
-        starts (what the work's runner reads there)."""
-        return self.start(self.resolve(workload, source=source, ray_address=ray_address), user=user, files=files)
+        starts (what the work's runner reads there), which ``warm`` forks from a warm process where one runs."""
+        resolved = self.resolve(workload, source=source, ray_address=ray_address)
+        return self.start(resolved, user=user, files=files, warm=warm)
 
-    def start(self, resolved: Resolved, *, user: str | None = None, files: Mapping[str, bytes] | None = None) -> Job:
+    def start(
+        self,
+        resolved: Resolved,
+        *,
+        user: str | None = None,
+        files: Mapping[str, bytes] | None = None,
+        warm: WarmStart | None = None,
+    ) -> Job:
         """Record a resolved workload as a job and start its supervisor."""
         executor = executor_for(resolved.executor)
         store, user = self.store, user or self.owner
@@ -181,7 +190,7 @@ class Jobs:
             with open_private(store.job_dir(job.job_run_id) / name, "wb") as f:
                 f.write(data)
         try:
-            executor.submit(store, job)
+            executor.submit(store, job, warm)
         except BaseException as err:
             store.finish(job.job_run_id, "FAILED", f"not started: {type(err).__name__}: {err}")
             if isinstance(err, ClusterError):

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 
 from jupyter_air import procs
@@ -32,6 +33,9 @@ _START_GRACE_SECONDS = 30
 #: What a supervisor of a Ray Job is given from the submitter's environment: Ray's own variables stay the job's.
 _NOT_PASSED = ("RAY_",)
 ENVIRONMENT_FILE = "environment.json"
+#: Forks a job's supervisor from a process that imported it already (job run id, environment, folder, log file
+#: descriptor): the supervisor's PID, or None when no such process runs (the supervisor then starts cold).
+WarmStart = Callable[[str, dict[str, str], Path, int], "int | None"]
 
 
 class Executor(ABC):
@@ -46,8 +50,8 @@ class Executor(ABC):
         return runner_for(context, self.place)
 
     @abstractmethod
-    def submit(self, store: JobStore, job: Job) -> None:
-        """Start running `job` in the background and return at once."""
+    def submit(self, store: JobStore, job: Job, warm: WarmStart | None = None) -> None:
+        """Start running `job` in the background and return at once (its supervisor from ``warm`` where it can)."""
 
     @abstractmethod
     def request_cancel(self, store: JobStore, job: Job) -> None:
@@ -78,19 +82,22 @@ class LocalExecutor(Executor):
     name = "local"
     place = "local"
 
-    def submit(self, store: JobStore, job: Job) -> None:
+    def submit(self, store: JobStore, job: Job, warm: WarmStart | None = None) -> None:
         job_dir = store.job_dir(job.job_run_id)
+        env = {**without_service_secrets(os.environ), "AIR_HOME": str(store.home)}  # it reads the secrets file
         with open_private(job_dir / "supervisor.log") as log:
-            proc = subprocess.Popen(
-                supervisor_argv(job.job_run_id),
-                cwd=job_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**without_service_secrets(os.environ), "AIR_HOME": str(store.home)},  # it reads the secrets file
-            )
-        store.update(job.job_run_id, supervisor_pid=proc.pid, supervisor_started=procs.start_time(proc.pid))
+            pid = warm(job.job_run_id, env, job_dir, log.fileno()) if warm is not None else None
+            if pid is None:
+                pid = subprocess.Popen(
+                    supervisor_argv(job.job_run_id),
+                    cwd=job_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env=env,
+                ).pid
+        store.update(job.job_run_id, supervisor_pid=pid, supervisor_started=procs.start_time(pid))
 
     def request_cancel(self, store: JobStore, job: Job) -> None:
         store.update(job.job_run_id, cancel_requested=1)
@@ -140,7 +147,7 @@ class RayJobExecutor(RayExecutor):
 
     name = "ray-job"
 
-    def submit(self, store: JobStore, job: Job) -> None:
+    def submit(self, store: JobStore, job: Job, warm: WarmStart | None = None) -> None:
         job_dir = store.job_dir(job.job_run_id)
         passed = {k: v for k, v in without_service_secrets(os.environ).items() if not k.startswith(_NOT_PASSED)}
         with open_private(job_dir / ENVIRONMENT_FILE) as f:  # a user's tracking credentials: owner-only

@@ -7,6 +7,7 @@ imports."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from importlib.metadata import entry_points
 
@@ -29,6 +30,7 @@ def _ray_nodes(context: AttemptContext):
 COMMAND: Runners = {"local": LocalNodes, "ray": _ray_nodes}
 
 
+@functools.cache  # installed packages do not change under a running process: one look per kind (20 ms each)
 def runners(kind: str) -> Runners:
     """The ``{place: runner factory}`` of ``kind``; ValueError for a kind no installed package provides."""
     if kind == DEFAULT_KIND:

@@ -1,11 +1,12 @@
 """A real `jupyter server` process with the MLflow UI: it cleans up after itself on SIGTERM and SIGINT, and what it
 started for AIR_HOME (its MLflow server, its fork server zygote) stops with it, even when it is killed, unless another
-process holds them (then they keep their idle stop); and it removes the socket folders of MLflow servers that are gone
-when it starts."""
+process holds them (then they keep their idle stop), and a remote call whose supervisor its zygote forked runs on; and
+it removes the socket folders of MLflow servers that are gone when it starts."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import pathlib
 import pty
@@ -28,6 +29,23 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 TOKEN = "shutdown-test-token"
 #: Seconds a new MLflow server may take to answer through the proxy (about 20 s on a quiet machine).
 READY_SECONDS = 300
+#: A kernel's remote call on 2 CPU ranks, which wait for the test to let them end.
+REMOTE_CALL = """\
+import os, pathlib, sys, time
+from jupyter_air import distributed
+
+started, release = sys.argv[1:]
+
+@distributed(gpus=2, experiment="outlives-server")
+def train(scale):
+    rank = int(os.environ["RANK"])
+    pathlib.Path(started + str(rank)).touch()
+    while not pathlib.Path(release).exists():
+        time.sleep(0.1)
+    return rank * scale
+
+train.distributed(10, remote=True)
+"""
 
 
 @pytest.fixture
@@ -58,7 +76,7 @@ def _start(home: pathlib.Path, runtime: pathlib.Path, stdin) -> tuple[subprocess
     log_path = runtime.parent / f"jupyter-server-{port}.log"
     with open(log_path, "ab") as log:
         server = subprocess.Popen(command, env=env, cwd=home.parent, stdin=stdin, stdout=log, stderr=log)
-    server.log = log_path
+    server.log, server.env = log_path, env
     base = f"http://127.0.0.1:{port}/"
     until(lambda: _answers(base + "jupyter-air/version") or server.poll() is not None, 120)
     assert server.poll() is None, log_path.read_text()
@@ -151,6 +169,50 @@ def test_a_killed_jupyter_server_leaves_nothing_running_either(home, tmp_path, t
     # Then only Jupyter's runtime file (which nothing could remove) is left: its MLflow server and zygote see it gone
     assert [p.name for p in runtime.glob("jpserver-*.json")] == [f"jpserver-{server.pid}.json"]
     until(lambda: not _ours(home), 60)
+
+
+def test_a_remote_call_outlives_the_killed_server_whose_zygote_forked_its_supervisor(home, tmp_path, terminal):
+    from jupyter_air import attach
+    from jupyter_air.workloads.jobs.jobs import Jobs
+
+    # Given a Jupyter server whose MLflow UI was opened, and a remote call that a process of its (as its kernel)
+    # made, whose 2 ranks run until the test lets them end
+    runtime = tmp_path / "runtime"
+    server, base = _start(home, runtime, terminal)
+    until(lambda: _answers(base + "mlflow/"), READY_SECONDS)
+    _, (zygote, _) = _residents_up(home)
+    started, release = tmp_path / "started", tmp_path / "release"
+    submitter = subprocess.Popen(
+        [sys.executable, "-c", REMOTE_CALL, str(started), str(release)], env=server.env, cwd=tmp_path
+    )
+    until(lambda: all(pathlib.Path(f"{started}{rank}").exists() for rank in (0, 1)), 120)
+    os.environ["AIR_HOME"], saved = str(home), os.environ.get("AIR_HOME")
+    try:
+        (job,) = Jobs().list()
+        # And its supervisor started warm, forked from the zygote the server started
+        assert psutil.Process(job.supervisor_pid).ppid() == zygote
+
+        # When the server and that process are killed (SIGKILL: nothing of them runs any more)
+        for process in (server, submitter):
+            process.kill()
+            process.wait(timeout=60)
+
+        # Then the call runs on past the residents' look at the gone server; let end, attach returns its results
+        until(lambda: "kept for" in (home / "logs" / "mlflow-ui.log").read_text(), 60)
+        assert Jobs().get(job.job_run_id).status == "RUNNING"
+        release.touch()
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert attach(job.job_run_id) == [0, 10]
+        assert Jobs().get(job.job_run_id).status == "SUCCEEDED"
+    finally:
+        os.environ.pop("AIR_HOME") if saved is None else os.environ.update(AIR_HOME=saved)
+        release.touch()
+
+    # And then the zygote stops, nothing it forked left; the MLflow server, which the call's processes held when the
+    # server was found gone, keeps its idle stop; of the server only its runtime file (nothing could remove it) is left
+    until(lambda: zygote_client.holder(zygote_locks(home)[0]) is None, 60)
+    until(lambda: {p.pid for p in _ours(home)} <= resident_pids(home), 60)
+    assert [p.name for p in runtime.glob("jpserver-*.json")] == [f"jpserver-{server.pid}.json"]
 
 
 def test_what_another_process_holds_outlives_the_server_to_its_idle_stop(home, tmp_path, terminal, monkeypatch):

@@ -1,6 +1,6 @@
 """Jobs as Ray Jobs on a local cluster: submit -> RUNNING through air's one job path vs a bare ``submit_job``, a
-remote no-op call (``.distributed(remote=True)``, a Ray Job) vs the same call driven by this process, and cancel
-of a 2-node job.
+remote no-op call (``.distributed(remote=True)``, its supervisor forked here) vs the same call driven by this process,
+and cancel of a 2-node job.
 
 Everything runs on this machine's loopback (a head with the job server and 2 worker nodes), side by side: each
 round submits the same no-op workload once each way, so load from elsewhere hits both alike. The bare submission
@@ -24,6 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from ray_cluster import LocalCluster  # sets the environment Ray reads before Ray is imported
+
+from benchmarks.baseline import stop_resident_servers
 
 ROUNDS = 5
 CANCELS = 3
@@ -110,7 +112,8 @@ def remote_vs_local(cluster: LocalCluster) -> None:
     from jupyter_air import distributed
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the nodes cannot import this module
-    # gpus=None: one rank per node of a cluster without GPUs, here and in the Ray Job
+    _warm_zygote()
+    # gpus=None: one rank per node of a cluster without GPUs, here and in the remote call's supervisor
     call = distributed(noop, nodes=2, ray_address=cluster.address, experiment="bench-ray-jobs")
     timed: dict[bool, list[float]] = {False: [], True: []}
     for round_ in range(ROUNDS + 1):
@@ -124,7 +127,15 @@ def remote_vs_local(cluster: LocalCluster) -> None:
     local = statistics.median(timed[False])
     print(f"a no-op call on 2 nodes x 1 rank, call -> results, {ROUNDS} rounds (baseline: this process drives it):")
     print(_row(".distributed(): this process drives the nodes (their actors kept)", timed[False], local))
-    print(_row(".distributed(remote=True): a Ray Job drives them, new actors", timed[True], local))
+    print(_row(".distributed(remote=True): a supervisor here drives them, new actors", timed[True], local))
+
+
+def _warm_zygote() -> None:
+    """AIR_HOME's zygote up, as a Jupyter server starts it: a remote call's supervisor is forked from it."""
+    from jupyter_air.training import zygote_client
+
+    zygote_client.warm()
+    _until(lambda: zygote_client.holder(zygote_client.lock_path(zygote_client.key())) is not None, step=0.1)
 
 
 def cancel_two_nodes(cluster: LocalCluster, folder: Path) -> None:
@@ -157,7 +168,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="air-bench-") as tmp:
         folder = Path(tmp)
         os.environ["AIR_HOME"] = str(folder / "home")
-        os.environ["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder / 'mlflow.db'}"
+        os.environ.pop("MLFLOW_TRACKING_URI", None)  # AIR_HOME's own store, through its MLflow server
         cluster = LocalCluster(dashboard=True)
         try:
             for _ in range(2):
@@ -168,6 +179,7 @@ def main() -> None:
             cancel_two_nodes(cluster, folder)
         finally:
             cluster.shutdown()
+            stop_resident_servers(folder)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,7 @@ def _become_supervisor(request: dict, log: int) -> int:
     """In a forked child: a job's supervisor, detached as one started cold is (a session of its own, its log, the
     submitter's environment, folder and umask)."""
     os.setsid()
+    procs.set_name("air-supervisor")  # not the zygote's name: ps and top tell them apart
     for target in (1, 2):
         os.dup2(log, target)
     os.close(log)

@@ -49,9 +49,10 @@ _PEER = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 #: Variables read when torch and its libraries load (thread pools, devices, what is loaded): a kernel whose values
 #: differ gets a zygote of its own, so its ranks start as a fork server it started itself would have.
 _LOAD_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "CUDA_", "NCCL_", "TORCH", "PYTORCH_", "LD_", "PYTHON")
-#: Read when CUDA starts, which a zygote never does (it counts GPUs through NVML), not as torch loads: a remote call's
-#: supervisor, which sets them to the GPUs it holds, shares the kernels' zygote.
-_READ_AT_CUDA_START = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+#: Read later, not as torch loads: the GPUs when CUDA starts, which a zygote never does (it counts GPUs through NVML;
+#: a remote call's supervisor sets them to the GPUs it holds), the debugger at each ``breakpoint()`` (set by
+#: ``ray.init``): callers that differ only in these share a zygote.
+_READ_LATER = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONBREAKPOINT")
 
 
 def key(env: dict[str, str] | None = None) -> str:
@@ -61,9 +62,7 @@ def key(env: dict[str, str] | None = None) -> str:
     package = Path(__file__).resolve().parents[1]
     torch = importlib.util.find_spec("torch")
     newest = max(p.stat().st_mtime_ns for p in package.rglob("*.py"))
-    loading = sorted(
-        (k, v) for k, v in env.items() if k.startswith(_LOAD_TIME_PREFIXES) and k not in _READ_AT_CUDA_START
-    )
+    loading = sorted((k, v) for k, v in env.items() if k.startswith(_LOAD_TIME_PREFIXES) and k not in _READ_LATER)
     parts = [os.getuid(), str(air_home(env)), sys.executable, str(package), newest, os.stat(torch.origin).st_mtime_ns]
     return hashlib.sha256(json.dumps([*parts, loading]).encode()).hexdigest()[:16]
 

@@ -88,7 +88,7 @@ def test_a_remote_call_outlives_its_killed_kernel_and_a_new_kernel_attaches_to_i
     # And its supervisor started warm: forked from AIR_HOME's zygote, which the kernel's first call started
     supervisor = psutil.Process(Jobs().get(job_run_id).supervisor_pid)
     zygotes = [held[0] for lock in air_home.glob("forks-*.pid") if (held := zygote_client.holder(lock))]
-    assert supervisor.ppid() in zygotes, (supervisor.ppid(), zygotes)
+    assert supervisor.ppid() in zygotes and supervisor.name() == "air-supervisor", (supervisor.ppid(), zygotes)
 
     # When a new kernel attaches to it (with the magic) and the ranks are let end
     client, nb = _notebook(kernel_env, "%load_ext jupyter_air", f"%air_attach {job_run_id}")

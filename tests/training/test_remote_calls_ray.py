@@ -1,5 +1,6 @@
-"""A remote call on a real Ray cluster on loopback: its driver runs as a Ray Job that outlives the process that
-submitted it, and ``attach`` from another process returns its results by rank."""
+"""A remote call on a real Ray cluster on loopback: its driver, a supervisor forked on this machine from AIR_HOME's
+zygote (no Ray Job), outlives the process that submitted it, and ``attach`` from another process returns its results
+by rank."""
 
 from __future__ import annotations
 
@@ -24,10 +25,15 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUBMITTER = textwrap.dedent(
     """\
     import sys
+    import time
 
     from jupyter_air import distributed
+    from jupyter_air.training import zygote_client
 
     started, release, address = sys.argv[1:]
+    zygote_client.warm()  # as the Jupyter server does when it starts: the call's supervisor is forked from it
+    while zygote_client.holder(zygote_client.lock_path(zygote_client.key())) is None:
+        time.sleep(0.1)
 
 
     @distributed(gpus=2, nodes=2, ray_address=address, experiment="remote-ray")
@@ -67,10 +73,13 @@ def _job_processes(job_run_id: str) -> list[psutil.Process]:
     return found + agent_processes()
 
 
-def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray_cluster, store, runs_of, tmp_path):
+def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
+    ray_cluster, store, runs_of, tmp_path, air_home
+):
     from ray.job_submission import JobSubmissionClient
 
-    from jupyter_air import attach
+    from jupyter_air import attach, procs
+    from jupyter_air.training import zygote_client
     from jupyter_air.workloads.jobs.jobs import Jobs
 
     # Given a process that makes a remote call on 2 nodes of the cluster, whose 4 ranks run until released
@@ -88,6 +97,9 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray
         (job,) = _until(lambda: Jobs().list(active_only=False, experiment_name="remote-ray"), 300, "job")
         _until(lambda: all(pathlib.Path(f"{started}{r}").exists() for r in range(4)), 420, "4 running ranks")
         _until(lambda: Jobs().get(job.job_run_id).status == "RUNNING", 60, "RUNNING job")
+        job = Jobs().get(job.job_run_id)
+        supervisor = psutil.Process(job.supervisor_pid)
+        zygotes = [held[0] for lock in air_home.glob("forks-*.pid") if (held := zygote_client.holder(lock))]
 
         # When the submitter goes away while the job runs
         submitter.kill()
@@ -96,18 +108,20 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray
         if submitter.poll() is None:
             submitter.kill()
             submitter.wait(30)
-    ray_jobs = JobSubmissionClient(ray_cluster.dashboard_url)
-    running = ray_jobs.get_job_status(job.job_run_id).value
+    running = Jobs().get(job.job_run_id).status
     # And another process attaches to it, and its ranks are let end
     release.touch()
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown):
         results = attach(job.job_run_id)
 
-    # Then the call ran as a Ray Job (submission id = the job run id) that kept running without its submitter
-    assert job.executor == "ray-job" and job.num_nodes == 2
+    # Then the call's supervisor ran on this machine, forked from AIR_HOME's zygote (no Ray Job), and kept running
+    # without its submitter
+    assert job.executor == "ray" and job.num_nodes == 2
+    assert supervisor.ppid() in zygotes, (supervisor.ppid(), zygotes)
     assert running == "RUNNING", submitter.stderr.read().decode()
-    assert ray_jobs.get_job_info(job.job_run_id).metadata["air.job_run_id"] == job.job_run_id
+    submitted = [info.submission_id for info in JobSubmissionClient(ray_cluster.dashboard_url).list_jobs()]
+    assert job.job_run_id not in submitted
     # And attach returned every rank's result by global rank, and showed the ranks' lines of both nodes
     assert results == [0, 10, 20, 30]
     assert "rank 0: finished: done on node 0" in shown.getvalue(), shown.getvalue()
@@ -115,7 +129,6 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray
     # And the job, Ray's job and the call's run all ended well; the run is tagged with the job
     ended = Jobs().get(job.job_run_id)
     assert ended.status == "SUCCEEDED", ended.error
-    _until(lambda: ray_jobs.get_job_status(job.job_run_id).value == "SUCCEEDED", 60, "SUCCEEDED from Ray")
     (run,) = runs_of("remote-ray")
     assert run.info.status == "FINISHED" and run.data.tags["air.job_run_id"] == job.job_run_id
     assert (run.data.tags["air.nodes"], run.data.tags["air.world_size"]) == ("2", "4")
@@ -123,3 +136,4 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(ray
     with contextlib.suppress(AssertionError):
         _until(lambda: not _job_processes(job.job_run_id), 60, "end of the job's processes")
     assert _job_processes(job.job_run_id) == []
+    _until(lambda: not procs.is_alive(supervisor.pid, job.supervisor_started), 30, "end of the supervisor")

@@ -116,10 +116,12 @@ class Jobs:
         ray_address: str | None = None,
         label: str | None = None,
         locate: Callable[[str, str], str] | None = None,
+        here: bool = False,
     ) -> Resolved:
         """Choose where a validated workload (``ResolvedWorkload.as_dict()``) runs: this machine (its GPUs and its
-        command's program checked) or a Ray cluster (its shape resolved into ``compute``); raises SubmitError.
-        ``locate(problem, label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
+        command's program checked) or a Ray cluster (its shape resolved into ``compute``; its supervisor a Ray Job
+        unless ``here`` or the cluster is reached through Ray Client); raises SubmitError. ``locate(problem,
+        label)`` names the line of a ``field: why`` problem (``ResolvedWorkload.locate``)."""
         from jupyter_air.workloads.file.scale import ScaleError, plan  # lazy, as in resolve_file
         from jupyter_air.workloads.file.spec import Compute
 
@@ -141,7 +143,7 @@ class Jobs:
         else:
             shape = {"num_nodes": scale.num_nodes, "gpus_per_node": scale.gpus_per_node, "ray_address": scale.address}
             spec["compute"].update(shape)
-            executor = "ray" if is_client(scale.address) else "ray-job"
+            executor = "ray" if here or is_client(scale.address) else "ray-job"
         problem = executor_for(executor).command_problem(spec)
         problems += [problem] if problem else []
         if problems:
@@ -169,8 +171,9 @@ class Jobs:
     ) -> Job:
         """Record and start a validated workload (``ResolvedWorkload.as_dict()``, or a dict of that shape with
         another ``kind`` of work); ``files`` are written owner-only into the job's folder before its supervisor
-        starts (what the work's runner reads there), which ``warm`` forks from a warm process where one runs."""
-        resolved = self.resolve(workload, source=source, ray_address=ray_address)
+        starts (what the work's runner reads there). With ``warm`` the supervisor runs on this machine, on a Ray
+        cluster too (no Ray Job), forked by ``warm`` from a warm process where one runs."""
+        resolved = self.resolve(workload, source=source, ray_address=ray_address, here=warm is not None)
         return self.start(resolved, user=user, files=files, warm=warm)
 
     def start(

@@ -24,6 +24,7 @@ from ..programs import path_first
 from ..tracking.links import PUBLIC_URL_ENV
 from ..tracking.proxy_handler import mlflow_handlers
 from ..tracking.ui_retry import MAX_RETRY_SECONDS, RETRY_SECONDS
+from .idle_use import IdleUse
 from .resident import ZygoteWarmup, mlflow_ui
 from .routes import handlers
 from .tasks import IdleHolderChecks, JobChecks
@@ -236,6 +237,7 @@ class JupyterAir(ExtensionApp):
                     self.idle_holder_check_seconds,
                     self.log,
                     self.cluster,
+                    IdleUse.of_air_home(),
                 )
             )
         if self.job_check_interval_seconds > 0:

@@ -172,8 +172,11 @@ class IdleHolderChecks:
     sampler's samples while it samples, else by one reading of its own that leaves sampling stopped. With a Ray
     ``cluster``, also the nodes running the kernels' actors, each from its own sampler, the same way."""
 
-    def __init__(self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log, cluster=None):
+    def __init__(
+        self, holders, sampler, kernel_manager, session_manager, interval_seconds: float, log, cluster=None, use=None
+    ):
         self.holders = holders
+        self.use = use  # an IdleUse: what idle kernels hold counts as their user's GPU use
         self.sampler = sampler
         self.cluster = cluster
         self._nodes_since: dict[str, int | None] = {}  # Ray node id -> the newest sample of it a check used
@@ -214,7 +217,10 @@ class IdleHolderChecks:
         samples = self.sampler.readings_since(self._last_ms)
         if samples:
             self._last_ms = samples[-1][0]
-        self.holders.check(samples, kernels, time.time(), nodes)
+        now = time.time()
+        holders = self.holders.check(samples, kernels, now, nodes)
+        if self.use is not None:
+            self.use.record(holders, int(now * 1000))
 
     async def _nodes(self, kernels) -> list:
         """The Ray nodes' part of this check; none while the cluster cannot be joined (the GPU panel says why) or

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -151,9 +153,10 @@ async def _session(jp_fetch, path: str) -> dict:
 
 
 async def test_the_server_lists_an_idle_kernel_not_a_busy_one_and_leaves_sampling_stopped(
-    jp_fetch, jp_serverapp, fake_nvml, gpu
+    jp_fetch, jp_serverapp, fake_nvml, gpu, tmp_path, monkeypatch
 ):
     # Given two real kernels: one idle with 2 GiB on GPU 0 (and 512 MiB on GPU 1), one busy with 2 GiB on GPU 1
+    monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))  # whose GPU ledger counts idle holds as use
     manager = jp_serverapp.kernel_manager
     idle, busy = await _session(jp_fetch, "idle.ipynb"), await _session(jp_fetch, "busy.ipynb")
     idle_pid = manager.get_kernel(idle["kernel"]["id"]).provisioner.pid
@@ -200,6 +203,17 @@ async def test_the_server_lists_an_idle_kernel_not_a_busy_one_and_leaves_samplin
         # And the checks read NVML themselves without resuming the panel's sampling
         assert not sampler.sampling and len(sampler) == samples_kept
         assert fake_nvml.calls["nvmlDeviceGetUtilizationRates"] > reads
+
+        # And the idle kernel's time on GPU 0 counts as its user's GPU use in the ledger's fair share, from when it
+        # went idle up to a check after the last one read (GPU 1's 512 MiB is too little to count)
+        used = json.loads((await jp_fetch("jupyter-air", "gpu", "queue")).body)["recent_gpu_hours"]
+        counted_ms = used[getpass.getuser()] * 3_600_000
+        slack = 5  # ms: the hours are given to 6 decimals
+        assert (
+            max(answers) - row["idle_since_ms"] - slack
+            <= counted_ms
+            <= time.time() * 1000 - row["idle_since_ms"] + slack
+        )
 
         # And the GPU panel's process list marks the idle holder's row
         processes = {(p["pid"], p["gpu_index"]): p for p in (await gpu(refresh=True))["processes"]}

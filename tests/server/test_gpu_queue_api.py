@@ -13,7 +13,11 @@ async def test_the_queue_in_order_with_each_ones_place_and_reason(jp_fetch, tmp_
     # Given an AIR_HOME without a job store, When the queue is asked, Then it is empty and nothing is created
     home = tmp_path / "air"
     monkeypatch.setenv("AIR_HOME", str(home))
-    assert json.loads((await jp_fetch("jupyter-air", "gpu", "queue")).body) == {"held": [], "queued": []}
+    assert json.loads((await jp_fetch("jupyter-air", "gpu", "queue")).body) == {
+        "held": [],
+        "queued": [],
+        "recent_gpu_hours": {},
+    }
     assert not (home / "jobs.db").exists()
 
     # Given alice's job holding both GPUs, then a call of bob's and a job of carol's waiting

@@ -85,7 +85,9 @@ class Jobs:
     def gpu_queue(self) -> dict:
         """This machine's GPU ledger (:meth:`GpuLedger.describe`); empty while AIR_HOME has no job store."""
         store = self._existing()
-        return GpuLedger(store).describe() if store is not None else {"held": [], "queued": []}
+        if store is None:
+            return {"held": [], "queued": [], "recent_gpu_hours": {}}
+        return GpuLedger(store).describe()
 
     def _existing(self) -> JobStore | None:
         return self.store if self._store is not None or (self.home / "jobs.db").exists() else None

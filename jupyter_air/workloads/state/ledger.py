@@ -108,18 +108,30 @@ class GpuLedger:
         with self.store.transaction(immediate=True) as db:
             _drop(db, claim_id, self.clock())
 
+    def record_use(self, user: str, spans: Sequence[tuple[int, int, int]]) -> None:
+        """Count ``(GPUs, start ms, end ms)`` spans as ``user``'s use though no claim held them (a kernel idle on
+        GPU memory): the fair share weighs them as it weighs ended holds."""
+        with self.store.transaction(immediate=True) as db:
+            rows = [(user, *span) for span in spans]
+            db.executemany("INSERT INTO gpu_use (user, gpus, start_ms, end_ms) VALUES (?,?,?,?)", rows)
+
     def queue(self) -> tuple[list[Claim], list[Claim]]:
         """``(held, queued)``: the claims holding GPUs, and the waiting ones in admission order."""
+        held, queued, _ = self._look()
+        return held, queued
+
+    def _look(self) -> tuple[list[Claim], list[Claim], dict[str, float]]:
         with self.store.transaction(immediate=True) as db:
             claims = _sweep(db, self.clock())
             hours = _recent_hours(db, claims, self.clock())
         held = [c for c in claims if c.held]
-        return held, fair_share.order([c for c in claims if not c.held], hours)
+        return held, fair_share.order([c for c in claims if not c.held], hours), hours
 
     def describe(self) -> dict:
         """The ledger as JSON: ``held`` (GPUs, since when) and ``queued`` (in order, with each one's place and
-        reason), each item's ``claim_id``, ``kind``, ``user``, ``label`` and ``count``."""
-        held, queued = self.queue()
+        reason), each item's ``claim_id``, ``kind``, ``user``, ``label`` and ``count``; ``recent_gpu_hours``: each
+        user's use in the fair-share window, which orders the queue."""
+        held, queued, hours = self._look()
         now, gpu_quota = self.clock(), self.quota.gpus
         waiting = []
         for position, claim in enumerate(queued, start=1):
@@ -128,6 +140,7 @@ class GpuLedger:
         return {
             "held": [{**_public(c), "gpus": list(c.gpus), "granted_ms": c.granted_ms} for c in held],
             "queued": waiting,
+            "recent_gpu_hours": {user: round(value, 6) for user, value in sorted(hours.items())},
         }
 
     @staticmethod

@@ -1,6 +1,6 @@
 """CPU that what is kept warm for one user spends while nothing runs, on a 3-node loopback Ray cluster (a head and 2
-workers, no GPUs): after a 3-node call driven by this process (its node actors kept for the next call), a remote
-call (its supervisor forked from AIR_HOME's zygote) and AIR_HOME's MLflow server answering, every process is
+workers, no GPUs): after a remote call (its supervisor forked from AIR_HOME's zygote) and a 3-node call driven by
+this process (its node actors kept for the next call), with AIR_HOME's MLflow server answering, every process is
 sampled over ``IDLE_SECONDS`` of idleness. The baseline: Ray's own processes on the same nodes over the same time.
 """
 
@@ -84,12 +84,16 @@ def main() -> None:
             zygote_client.warm()
             call = distributed(noop, nodes=3, ray_address=cluster.address, experiment="bench-idle")
             with contextlib.redirect_stdout(io.StringIO()):
-                call.distributed()  # its actors are kept for the next call of this shape
                 call.distributed(remote=True)
+                call.distributed()  # its actors are kept for the next call of this shape
             groups = _ours(home)
             ours = {proc.pid for procs in groups.values() for proc in procs}
             groups["Ray's own processes (baseline)"] = _ray_own(str(cluster.root), ours)
             groups["this process (the notebook's kernel)"] = [psutil.Process()]
+            names = {}
+            for proc in (proc for procs in groups.values() for proc in procs):
+                with contextlib.suppress(psutil.Error):
+                    names[proc.pid] = " ".join(proc.cmdline())
             before = {name: _cpu_seconds(procs) for name, procs in groups.items()}
             time.sleep(IDLE_SECONDS)
             after = {name: _cpu_seconds(procs) for name, procs in groups.items()}
@@ -100,3 +104,6 @@ def main() -> None:
     for name in before:
         spent = sum(after[name].get(pid, seconds) - seconds for pid, seconds in before[name].items())
         print(f"  {name} ({len(before[name])} processes): {spent * 60 / IDLE_SECONDS:.2f}")
+        for pid, seconds in before[name].items():
+            one = after[name].get(pid, seconds) - seconds
+            print(f"      {names.get(pid, '?')[:100]}: {one * 60 / IDLE_SECONDS:.2f}")

@@ -7,6 +7,7 @@ import logging
 import os
 import pathlib
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from urllib.parse import unquote
 
@@ -155,12 +156,12 @@ def existing_client(uri: str | None = None):
 _said: set[str] = set()
 
 
-def tracker(uri: str | None = None):
+def tracker(uri: str | None = None, wait_seconds: float = 0.0):
     """How this process creates, logs to and ends runs in ``uri`` (default :func:`tracking_uri`), without importing
     MLflow where it can: the REST API of an ``http(s)`` tracking server, or of AIR_HOME's resident MLflow server for
-    the embedded store (started here if needed; MLflow's client in this process while it starts) or for another
-    local store whose server runs (the Jupyter server's UI starts one for its store). Otherwise MLflow's client in
-    this process, said once per process."""
+    the embedded store (started here if needed; while it starts, waited for up to ``wait_seconds``, then MLflow's
+    client in this process) or for another local store whose server runs (the Jupyter server's UI starts one for
+    its store). Otherwise MLflow's client in this process, said once per process."""
     uri = uri or tracking_uri()
     plugin = os.environ.get("MLFLOW_TRACKING_AUTH")
     if is_remote(uri) and not plugin:
@@ -173,7 +174,7 @@ def tracker(uri: str | None = None):
             resident.ensure(uri)
             return tracking
         server = resident.ensure(uri) if embedded else resident.find(uri)
-        if server is not None and server.answers():
+        if server is not None and _answers_within(server, wait_seconds):
             return EmbeddedTracking(RestTracking.unix(pathlib.Path(server.socket)), uri)
         if embedded:
             return InProcessTracking(uri, client)  # the server starts meanwhile, for the next calls
@@ -190,6 +191,16 @@ def tracker(uri: str | None = None):
             why,
         )
     return InProcessTracking(uri, client)
+
+
+def _answers_within(server: resident.Server, seconds: float) -> bool:
+    """True once ``server`` answers, asked until ``seconds`` have passed or it has exited."""
+    deadline = time.monotonic() + seconds
+    while not server.answers():
+        if time.monotonic() >= deadline or not server.alive():
+            return False
+        time.sleep(0.2)
+    return True
 
 
 class EmbeddedTracking:

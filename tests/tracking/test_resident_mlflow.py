@@ -240,21 +240,26 @@ sys.exit(main(["run", "-f", sys.argv[1]]))
 
 @pytest.mark.usefixtures("no_orphans")
 def test_air_run_and_its_supervisor_make_the_run_without_importing_mlflow(store, runs_of, tmp_path):
-    # Given AIR_HOME's MLflow server, resident, and a workload on AIR_HOME's own store
-    eventually_answers(resident.ensure(tracking_uri()))
+    # Given AIR_HOME's MLflow server just started again, not answering yet, and a workload on AIR_HOME's own store
+    resident.stop(resident.record_path(tracking_uri()))
+    starting = resident.ensure(tracking_uri())
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     workload = tmp_path / "w.yaml"
     workload.write_text("experiment_name: submitted-rest\ncommand: 'true'\ncompute: {num_accelerators: 0}\n")
 
-    # When `air run` submits it, and a supervisor runs an attempt
-    submitted = subprocess.run(
-        [sys.executable, "-c", SUBMIT, str(workload)], env=env, capture_output=True, text=True, timeout=120
-    )
+    # When a supervisor runs an attempt (it waits for the server rather than import MLflow), and then, the server
+    # answering, `air run` submits the workload
+    answered_before = starting.answers()
     supervised = subprocess.run(
         [sys.executable, "-c", SUPERVISED, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
     )
+    eventually_answers(starting)
+    submitted = subprocess.run(
+        [sys.executable, "-c", SUBMIT, str(workload)], env=env, capture_output=True, text=True, timeout=120
+    )
 
     # Then neither imported MLflow, and the attempt's run was made, with its params, and ended
+    assert not answered_before
     assert submitted.returncode == 0 and "mlflow imported: False" in submitted.stdout, submitted
     code, run_id, imported = supervised.stdout.split()
     assert (code, imported) == ("0", "False"), supervised.stderr

@@ -30,6 +30,9 @@ from jupyter_air.workloads.supervisor.service_secrets import load_service_secret
 
 log = logging.getLogger("jupyter_air.workloads.supervisor.process")
 
+#: Seconds a supervisor waits for AIR_HOME's MLflow server to answer while it starts (it takes 3-20 s, a busy
+#: machine longer), rather than import MLflow itself.
+SERVER_WAIT_SECONDS = 60.0
 _MLFLOW_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "CANCELED": "KILLED"}
 #: What /bin/sh means by these exit codes (the log shows its own words).
 _EXIT_HINTS = {
@@ -99,7 +102,9 @@ class Supervisor:
             return Outcome("CANCELED", error="canceled before it started")
 
         spec = job.workload
-        self.tracking = tracker()  # MLflow's REST API where a server can be asked: MLflow is not imported then
+        # MLflow's REST API where a server can be asked (AIR_HOME's own waited for while it starts: a supervisor is
+        # background work, and importing MLflow costs it 2-3 CPU-seconds): MLflow is not imported then
+        self.tracking = tracker(wait_seconds=SERVER_WAIT_SECONDS)
         experiment_id = ensure_experiment(spec["experiment_name"], spec["mlflow_artifact_location"], self.tracking)
         self.store.update(self.job_run_id, experiment_id=experiment_id)
         outcome = Outcome("FAILED", error="no attempt ran")

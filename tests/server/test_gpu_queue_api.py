@@ -17,6 +17,7 @@ async def test_the_queue_in_order_with_each_ones_place_and_reason(jp_fetch, tmp_
         "held": [],
         "queued": [],
         "recent_gpu_hours": {},
+        "shared_gpus": [],
     }
     assert not (home / "jobs.db").exists()
 

@@ -149,6 +149,29 @@ def test_more_gpus_than_the_machine_has_is_refused_at_once(ledger):
     assert ledger.queue() == ([], [])
 
 
+def test_a_gpu_the_admin_shares_goes_to_several_claims_once_the_others_are_taken(ledger, monkeypatch):
+    # Given GPU 1 of 2 shared by the admin, and alice's job holding GPU 0
+    monkeypatch.setenv("AIR_SHARED_GPUS", " 1 ,")
+    assert ledger.claim(claim("alice", 1), GPUS).gpus == (0,)
+
+    # When bob's and carol's 1-GPU calls, then dave's 2-GPU job, ask
+    bob, carol = ledger.claim(claim("bob", 1, kind="call"), GPUS), ledger.claim(claim("carol", 1, kind="call"), GPUS)
+    dave = ledger.claim(claim("dave", 1, count=2), GPUS)
+
+    # Then bob and carol both get the shared GPU; dave waits for GPU 0, which is nobody's to share
+    assert (bob.gpus, carol.gpus, dave.gpus) == ((1,), (1,), None)
+    assert dave.reason.startswith("1st in line for 2 GPUs; held by alice's job job-alice-1")
+    assert ledger.describe()["shared_gpus"] == [1]
+    # And once alice's job ends, dave gets GPU 0 and the shared one beside bob's and carol's calls
+    ledger.release("alice-1")
+    assert ledger.claim(claim("dave", 1, count=2), GPUS).gpus == (0, 1)
+
+    # And a shared GPU that is no index is refused, saying what to set
+    monkeypatch.setenv("AIR_SHARED_GPUS", "1,gpu2")
+    with pytest.raises(ValueError, match=r"AIR_SHARED_GPUS='1,gpu2': expected GPU indexes separated by commas"):
+        ledger.claim(claim("erin", 1), GPUS)
+
+
 def test_a_restart_keeps_the_queue_and_frees_the_gpus_of_work_killed_with_sigkill(tmp_path, clock):
     # Given a claim held by a process, and another queued behind it
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

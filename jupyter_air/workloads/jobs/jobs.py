@@ -24,7 +24,7 @@ from jupyter_air.error_kinds import REFUSED_ELSEWHERE
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.workloads.jobs.errors import JobNotFound, NotActive, OutOfRange, SubmitError, invalid
-from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.ledger import GpuLedger, shared_gpus
 from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
 from jupyter_air.workloads.state.permissions import (
     Caller,
@@ -86,7 +86,7 @@ class Jobs:
         """This machine's GPU ledger (:meth:`GpuLedger.describe`); empty while AIR_HOME has no job store."""
         store = self._existing()
         if store is None:
-            return {"held": [], "queued": [], "recent_gpu_hours": {}}
+            return {"held": [], "queued": [], "recent_gpu_hours": {}, "shared_gpus": list(shared_gpus())}
         return GpuLedger(store).describe()
 
     def _existing(self) -> JobStore | None:

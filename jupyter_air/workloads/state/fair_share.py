@@ -58,19 +58,25 @@ def order(queued: Sequence[Claim], gpu_hours: Mapping[str, float]) -> list[Claim
 
 
 def admitted(
-    ordered: Sequence[Claim], free: Sequence[int], held: Mapping[str, int], gpu_quota: int | None = None
+    ordered: Sequence[Claim],
+    free: Sequence[int],
+    held: Mapping[str, int],
+    gpu_quota: int | None = None,
+    shared: Sequence[int] = (),
 ) -> dict[str, tuple[int, ...]]:
-    """The GPUs given now, in queue order while they last. The head of the line is never passed by smaller claims
-    behind it (none starves): admission stops at the first claim that does not fit. A claim that would take its
-    user past ``gpu_quota`` GPUs at once (``held``: GPUs each user holds) waits for that user's own work instead,
-    and the line moves on past it."""
+    """The GPUs given now, in queue order while they last: ``free`` ones first, each to one claim, then ``shared``
+    ones, which any number of claims hold at once. The head of the line is never passed by smaller claims behind it
+    (none starves): admission stops at the first claim that does not fit. A claim that would take its user past
+    ``gpu_quota`` GPUs at once (``held``: GPUs each user holds) waits for that user's own work instead, and the line
+    moves on past it."""
     free, held, given = list(free), dict(held), {}
     for claim in ordered:
         if over_quota(claim, held, gpu_quota):
             continue
-        if claim.count > len(free):
+        if claim.count > len(free) + len(shared):
             break
-        given[claim.claim_id], free = tuple(free[: claim.count]), free[claim.count :]
+        exclusive, free = free[: claim.count], free[claim.count :]
+        given[claim.claim_id] = tuple(exclusive) + tuple(shared[: claim.count - len(exclusive)])
         held[claim.user] = held.get(claim.user, 0) + claim.count
     return given
 

@@ -26,6 +26,8 @@ from jupyter_air.workloads.state.store import JobStore
 GPU_QUOTA_ENV = "AIR_GPU_QUOTA"
 #: The most claims one user has waiting for GPUs in the queue (unset: no limit); the next one is refused.
 QUEUE_QUOTA_ENV = "AIR_QUEUE_QUOTA"
+#: GPUs (indexes, comma-separated) that any number of claims may hold at once, given once no other GPU is free.
+SHARED_GPUS_ENV = "AIR_SHARED_GPUS"
 
 
 class QuotaExceeded(RuntimeError):
@@ -52,6 +54,15 @@ class Quota:
         if self.gpus is None or count <= self.gpus:
             return None
         return f"over the quota of {self.gpus} GPU(s) at once per user ({GPU_QUOTA_ENV}); ask for at most {self.gpus}"
+
+
+def shared_gpus() -> tuple[int, ...]:
+    """``$AIR_SHARED_GPUS``: the GPUs the admin lets several claims hold at once; ValueError saying what to set."""
+    text = os.environ.get(SHARED_GPUS_ENV, "").strip()
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(part.isdigit() for part in parts):
+        raise ValueError(f"{SHARED_GPUS_ENV}={text!r}: expected GPU indexes separated by commas, e.g. 2,3; or unset it")
+    return tuple(sorted({int(part) for part in parts}))
 
 
 def _limit(name: str) -> int | None:
@@ -141,6 +152,7 @@ class GpuLedger:
             "held": [{**_public(c), "gpus": list(c.gpus), "granted_ms": c.granted_ms} for c in held],
             "queued": waiting,
             "recent_gpu_hours": {user: round(value, 6) for user, value in sorted(hours.items())},
+            "shared_gpus": list(shared_gpus()),
         }
 
     @staticmethod
@@ -161,10 +173,12 @@ class GpuLedger:
     ) -> Admission:
         now = self.clock()
         held = [c for c in claims if c.held]
-        taken = {g for c in held for g in c.gpus}
+        shared = [i for i in shared_gpus() if i in indexes]
+        taken = {g for c in held for g in c.gpus} | set(shared)
         hours = _recent_hours(db, claims, now)
         ordered = fair_share.order([c for c in claims if not c.held], hours)
-        given = fair_share.admitted(ordered, [i for i in indexes if i not in taken], _held_by_user(held), gpu_quota)
+        free = [i for i in indexes if i not in taken]
+        given = fair_share.admitted(ordered, free, _held_by_user(held), gpu_quota, shared)
         for granted, gpus in given.items():
             db.execute(
                 "UPDATE gpu_claims SET gpus = ?, granted_ms = ? WHERE claim_id = ?", (json.dumps(gpus), now, granted)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from jupyter_air.format import visible
 from jupyter_air.workloads.jobs.jobs import Jobs
 
 from . import output
@@ -39,4 +40,8 @@ def queue_command(jobs: Jobs, args: argparse.Namespace) -> int:
     print("\nWaiting, in the order they will start" if waiting else "\nNothing waits for a GPU")
     if waiting:
         output.table(("#", "USER", "KIND", "WHAT", "GPUS", "WAITING SINCE"), waiting)
+    used = ", ".join(f"{visible(user)} {hours:.2f}" for user, hours in ledger["recent_gpu_hours"].items())
+    print(f"\nGPU-hours in the last 24 h, which order the line: {used or 'none'}")
+    if ledger["shared_gpus"]:
+        print(f"Shared GPUs (any number of claims at once): {','.join(map(str, ledger['shared_gpus']))}")
     return 0

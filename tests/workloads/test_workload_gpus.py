@@ -75,6 +75,7 @@ def test_jobs_queue_for_the_gpus_of_the_ledger_say_why_and_are_canceled_while_qu
     table = air("queue", check=True).stdout
     assert "Holding GPUs" in table and "Waiting, in the order they will start" in table
     assert re.search(rf"^1 +{getpass.getuser()} +job +{queued} +1 ", table, re.M)
+    assert re.search(rf"^GPU-hours in the last 24 h, which order the line: {getpass.getuser()} \d+\.\d\d$", table, re.M)
 
     # When the last one is canceled while queued, and the first ends
     assert air.json("cancel", canceled)[0]["status"] == "CANCELED"

@@ -133,6 +133,9 @@ def _become_supervisor(request: dict, log: int) -> int:
         process.main([request["job_run_id"]])
     except SystemExit as end:
         return end.code if isinstance(end.code, int) else 1
+    finally:  # the child ends with os._exit (the zygote's own clean-up is not its): its output is written first
+        sys.stdout.flush()
+        sys.stderr.flush()
     return 0
 
 

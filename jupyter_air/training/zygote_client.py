@@ -88,15 +88,11 @@ def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
     event_read, event_write = os.pipe()
     try:
         request = {"env": dict(os.environ), "cwd": os.getcwd(), "folder": str(folder)}
-        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [request_read, event_write])
-        answer = connection.recv(16)
-    except OSError:
-        answer = b""
+        answer = _ask(connection, request, [request_read, event_write])
     finally:
         for fd in (request_read, event_write):
             os.close(fd)
-        connection.close()
-    if not answer.startswith(b"ok"):
+    if answer is None:
         os.close(request_write)
         os.close(event_read)
         return None
@@ -113,14 +109,19 @@ def supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int) -> 
     umask = os.umask(0o077)
     os.umask(umask)
     request = {"kind": "supervisor", "job_run_id": job_run_id, "env": env, "cwd": str(folder), "umask": umask}
+    return _ask(connection, request, [log])
+
+
+def _ask(connection: socket.socket, request: dict, fds: list[int]) -> int | None:
+    """Send ``request`` (JSON) and ``fds`` to the zygote, then close the connection: the PID of what it forked, or
+    None when it refused or went away."""
     try:
-        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [log])
-        answer = connection.recv(32).decode()
-    except OSError:
+        socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], fds)
+        word, _, pid = connection.recv(32).decode().partition(" ")
+    except (OSError, UnicodeDecodeError):
         return None
     finally:
         connection.close()
-    word, _, pid = answer.partition(" ")
     return int(pid) if word == "ok" and pid.isdigit() else None
 
 

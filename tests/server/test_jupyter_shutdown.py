@@ -171,7 +171,9 @@ def test_a_killed_jupyter_server_leaves_nothing_running_either(home, tmp_path, t
     until(lambda: not _ours(home), 60)
 
 
-def test_a_remote_call_outlives_the_killed_server_whose_zygote_forked_its_supervisor(home, tmp_path, terminal):
+def test_a_remote_call_outlives_the_killed_server_whose_zygote_forked_its_supervisor(
+    home, tmp_path, terminal, monkeypatch
+):
     from jupyter_air import attach
     from jupyter_air.workloads.jobs.jobs import Jobs
 
@@ -186,7 +188,7 @@ def test_a_remote_call_outlives_the_killed_server_whose_zygote_forked_its_superv
         [sys.executable, "-c", REMOTE_CALL, str(started), str(release)], env=server.env, cwd=tmp_path
     )
     until(lambda: all(pathlib.Path(f"{started}{rank}").exists() for rank in (0, 1)), 120)
-    os.environ["AIR_HOME"], saved = str(home), os.environ.get("AIR_HOME")
+    monkeypatch.setenv("AIR_HOME", str(home))
     try:
         (job,) = Jobs().list()
         # And its supervisor started warm, forked from the zygote the server started
@@ -205,7 +207,6 @@ def test_a_remote_call_outlives_the_killed_server_whose_zygote_forked_its_superv
             assert attach(job.job_run_id) == [0, 10]
         assert Jobs().get(job.job_run_id).status == "SUCCEEDED"
     finally:
-        os.environ.pop("AIR_HOME") if saved is None else os.environ.update(AIR_HOME=saved)
         release.touch()
 
     # And then the zygote stops, nothing it forked left; the MLflow server, which the call's processes held when the

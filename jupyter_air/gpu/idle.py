@@ -56,7 +56,7 @@ class IdleHolders:
         self._started_s = started_s
         # (Ray node id, or None for this server's node; GPU) -> last epoch seconds seen above 0 % (or unreadable)
         self._busy_s: dict[tuple[str | None, int], float] = {}
-        self._first_s: dict[str, float] = {}  # Ray node id -> when a check first had it (its GPUs unknown before)
+        self._first_s: dict[str, float] = {}  # Ray node id -> its first sample a check had (its GPUs unknown before)
         self._lock = threading.Lock()
         self._holders: tuple[dict, ...] = ()
         self.checked_ms: int | None = None
@@ -79,7 +79,8 @@ class IdleHolders:
             held = self._memory_by_kernel(samples[-1][1], {k.pid: k.kernel_id for k in kernels.values() if k.pid})
             holders += self._judge(None, self.node, samples, held, kernels, now_s, self._started_s)
         for node in nodes:
-            first_s = self._first_s.setdefault(node.node_id, now_s)
+            # watched since its sampler's first sample this server saw (or now, if none yet)
+            first_s = self._first_s.setdefault(node.node_id, min([now_s] + [t / 1000 for t, _ in node.samples[:1]]))
             held = _memory_of(node.samples[-1][1], node.owners) if node.samples else {}
             holders += self._judge(node.node_id, node.hostname, node.samples, held, kernels, now_s, first_s)
         for gone in set(self._first_s) - {node.node_id for node in nodes}:  # counted afresh if it comes back

@@ -75,7 +75,11 @@ async def _holders(jp_fetch) -> list[dict]:
 async def test_an_actor_idle_on_another_nodes_gpu_is_listed_with_its_notebook_and_freed_by_shutting_the_kernel(
     jp_fetch, jp_serverapp, ray_cluster, gpu_node, nvml_processes, gpu
 ):
-    # Given a notebook's kernel that drives a Ray job whose actor holds 2 GiB on the GPU node's idle GPU
+    # Given the GPU node's sampler running (an actor takes seconds to start: its GPU is watched from its first sample)
+    deadline = time.monotonic() + 60
+    while not (await gpu(node=gpu_node.node_id)).get("timestamps_ms") and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    # and a notebook's kernel that drives a Ray job whose actor holds 2 GiB on the GPU node's idle GPU
     body = json.dumps({"path": "work/serve.ipynb", "type": "notebook", "name": "s", "kernel": {"name": "python3"}})
     session = json.loads((await jp_fetch("api", "sessions", method="POST", body=body)).body)
     kernel_id = session["kernel"]["id"]

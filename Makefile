@@ -93,10 +93,10 @@ lint-py:
 	$(VENV)/bin/lint-imports --no-cache
 
 # Every Python test: the Ray tests in one process (they share one Ray cluster) beside the others, which run on
-# PYTEST_WORKERS pytest-xdist workers (2 beside the other suites on 2 cores; CHECK_WORKERS, 3, in `make check`,
-# where they run alone: most tests wait on processes and servers); then the tests that must run alone.
+# PYTEST_WORKERS pytest-xdist workers (2 beside the other suites on 2 cores; CHECK_WORKERS, 4, in `make check`,
+# where they run alone: many tests wait on processes and servers); then the tests that must run alone.
 PYTEST_WORKERS ?= 2
-CHECK_WORKERS ?= 3
+CHECK_WORKERS ?= 4
 PYTEST_SKIP := not gpu and not dist and not alone
 test-py:
 	$(MAKE) -j 2 --output-sync=target test-py-ray test-py-local

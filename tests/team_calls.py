@@ -28,10 +28,12 @@ CREDENTIALS = {
 
 
 @contextlib.contextmanager
-def team_hub(folder):
+def team_hub(folder, environment: dict[str, str] | None = None):
     """The hub (not yet ready: ``hub.ready()`` waits) with its air-jobs service on a job store and an MLflow store in
-    ``folder``, its CREDENTIALS in its secrets file; stopped, every process of it, on the way out."""
+    ``folder`` (and ``environment`` besides), its CREDENTIALS in its secrets file; stopped, every process of it, on
+    the way out."""
     service = {"AIR_HOME": str(folder / "air"), "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}"}
+    service.update(environment or {})
     hub = Hub(folder, service, credentials=CREDENTIALS)
     try:
         yield hub

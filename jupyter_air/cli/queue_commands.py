@@ -4,9 +4,9 @@ waits, in the order they will start, with each one's reason."""
 from __future__ import annotations
 
 import argparse
+from typing import Protocol
 
 from jupyter_air.format import visible
-from jupyter_air.workloads.jobs.jobs import Jobs
 
 from . import output
 
@@ -21,7 +21,13 @@ def add_parser(sub, json_help: str) -> None:
     queue.add_argument("-o", "--output", choices=["json"], help=json_help)
 
 
-def queue_command(jobs: Jobs, args: argparse.Namespace) -> int:
+class Ledger(Protocol):
+    """Where the queue is read: AIR_HOME's jobs, or the team's job service."""
+
+    def gpu_queue(self) -> dict: ...
+
+
+def queue_command(jobs: Ledger, args: argparse.Namespace) -> int:
     ledger = jobs.gpu_queue()
     if args.output == "json":
         output.print_json(ledger)

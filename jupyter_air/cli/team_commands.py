@@ -1,4 +1,4 @@
-"""`air run`, `list`, `get`, `logs`, `cancel`, `permissions` and `schedules` against the team's job service
+"""`air run`, `list`, `get`, `logs`, `cancel`, `permissions`, `schedules` and `queue` against the team's job service
 (``AIR_JOBS_URL`` set, as a hub's spawner sets it in users' servers, and ``JUPYTERHUB_API_TOKEN``): the same commands
 and output as on the user's own AIR_HOME, answered as their hub user; the service fires the schedules (`air
 scheduler` says so). ``share`` stays the user's."""
@@ -21,13 +21,13 @@ from jupyter_air.workloads.state.records import Fire, Job, Schedule
 from jupyter_air.workloads.surfaces.jobs_view import MAX_LIMIT
 from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
-from . import commands, output, schedule_commands
+from . import commands, output, queue_commands, schedule_commands
 from .errors import CliError
 from .follow import emit
 from .permission_commands import GRANT_USAGE, show
 
 #: The commands the team's job service answers.
-COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions", "schedules", "scheduler")
+COMMANDS = ("run", "list", "get", "logs", "cancel", "permissions", "schedules", "scheduler", "queue")
 #: What fires the schedules kept by the team's job service.
 _FIRED_BY = "the team's job service fires it"
 #: How the schedules of the team's job service get a driver again.
@@ -52,6 +52,9 @@ class TeamJobs:
 
     def cancel(self, job_run_id: str) -> Job:
         return job_from_json(self.service.cancel(job_run_id))
+
+    def gpu_queue(self) -> dict:
+        return self.service.gpu_queue()
 
 
 class TeamSchedules:
@@ -100,6 +103,8 @@ def dispatch(service: ServiceJobs, args: argparse.Namespace) -> int:
             return _logs(service, args)
         if args.command == "cancel":
             return commands.cancel_jobs(jobs, args)
+        if args.command == "queue":
+            return queue_commands.queue_command(jobs, args)
         if (granting := args.user is not None or args.group is not None) != (args.level is not None or args.revoke):
             raise CliError(GRANT_USAGE, BAD_INPUT)
         granted = granting and service.grant(args.name, args.user, args.group, args.level)

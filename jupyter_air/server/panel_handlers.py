@@ -124,12 +124,14 @@ class UsageHandler(PanelHandler):
 
 
 class GpuQueueHandler(PanelHandler):
-    """``GET gpu/queue``: what ``air queue -o json`` prints for AIR_HOME's GPU ledger: ``held`` (each claim's GPUs,
-    since when) and ``queued`` (in the order they will start, each with its place and reason)."""
+    """``GET gpu/queue``: what ``air queue -o json`` prints for AIR_HOME's GPU ledger (the team's job service's when
+    it answers the jobs): ``held`` (each claim's GPUs, since when) and ``queued`` (in the order they will start, each
+    with its place and reason)."""
 
     @tornado.web.authenticated
     async def get(self) -> None:
-        self.finish(json.dumps(await self.call(self.local_jobs.jobs.gpu_queue)))
+        service = self.settings.get("jupyter_air_jobs")
+        self.finish(json.dumps(await self.call(service.gpu_queue if service else self.local_jobs.jobs.gpu_queue)))
 
 
 class ExperimentShareHandler(PanelHandler):

@@ -32,6 +32,7 @@ from jupyter_air.workloads.surfaces.jobs_view import DEFAULT_LIMIT, MAX_LIMIT, J
 from jupyter_air.workloads.surfaces.schedules_view import SchedulesView
 
 from .environ import CredentialsInEnvironment, check_no_credentials, forget
+from .gpu_claims import TeamGpus
 from .hub import HubDirectory, caller_of
 from .submissions import submit_sent
 
@@ -146,6 +147,31 @@ class ScheduleActionHandler(ServiceHandler):
         await self.answer({"pause": view.pause, "resume": view.resume, "run-now": view.run_now}[action], name)
 
 
+class GpuClaimsHandler(ServiceHandler):
+    """``POST gpus/claims`` ``{"claim_id", "label", "count", "indexes", "pid"}``: the caller's notebook call queued
+    for, or given, GPUs of the team's ledger: ``{"gpus", "position", "reason"}``; asked again until it has them."""
+
+    @tornado.web.authenticated
+    async def post(self) -> None:
+        await self.answer(TeamGpus(self.jobs.jobs.store).claim, self.current_user["name"], self.json_object())
+
+
+class GpuQueueHandler(ServiceHandler):
+    """``GET gpus/queue``: the team's GPU ledger as `air queue -o json` prints it, for every hub user."""
+
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        await self.answer(TeamGpus(self.jobs.jobs.store).queue)
+
+
+class GpuClaimHandler(ServiceHandler):
+    """``DELETE gpus/claims/<id>``: the caller's claim ended, its GPUs to the next in line."""
+
+    @tornado.web.authenticated
+    async def delete(self, claim_id: str) -> None:
+        await self.answer(TeamGpus(self.jobs.jobs.store).release, self.current_user["name"], claim_id)
+
+
 def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Application:
     """The service's routes under ``prefix`` (``/services/air-jobs/``), on the job store under ``home`` (created
     if missing)."""
@@ -161,6 +187,9 @@ def make_app(prefix: str, home: Path, directory: HubDirectory) -> tornado.web.Ap
         (r"schedules", SchedulesHandler),
         (r"schedules/([^/]+)", ScheduleHandler),
         (r"schedules/([^/]+)/(pause|resume|run-now)", ScheduleActionHandler),
+        (r"gpus/queue", GpuQueueHandler),
+        (r"gpus/claims", GpuClaimsHandler),
+        (r"gpus/claims/([^/]+)", GpuClaimHandler),
     ]
     return tornado.web.Application([(prefix + pattern, handler, options) for pattern, handler in routes])
 

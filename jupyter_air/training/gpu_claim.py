@@ -1,4 +1,5 @@
-"""A local call's GPUs, taken from this machine's GPU ledger: the one AIR_HOME's jobs take theirs from, so a call
+"""A local call's GPUs, taken from this machine's GPU ledger: the one AIR_HOME's jobs take theirs from (on a team's
+hub, ``AIR_JOBS_URL`` set, the air-jobs service's, which the team's jobs and every user's calls share), so a call
 and a job (or two calls) never run on the same GPU, and a call whose GPUs are busy waits its turn in line."""
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 from jupyter_air.home import air_home
 from jupyter_air.training.errors import DistributedError
 from jupyter_air.workloads.state.fair_share import Claim
-from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.ledger import Admission, GpuLedger
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor.gpus import cuda_environment, node_gpus
+from jupyter_air.workloads.surfaces.team_jobs import ServiceAnswer, ServiceJobs
 
 #: Seconds between looks at the ledger while a call waits for its GPUs.
 POLL_SECONDS = 1.0
@@ -32,7 +34,7 @@ class HeldGpus:
     """The GPUs a call holds (none on a machine without GPUs), until :meth:`release`."""
 
     gpus: tuple[int, ...] = ()
-    ledger: GpuLedger | None = None
+    ledger: GpuLedger | ServiceLedger | None = None
     claim_id: str = ""
 
     @property
@@ -55,7 +57,8 @@ def take(asked: int | None, used: int, label: str, wait: bool, note: Callable[[s
     count = (asked or len(indexes)) if node.source == "simulated" else used
     if not indexes or not count:
         return HeldGpus()
-    ledger = _ledger(air_home())
+    service = ServiceJobs.from_environment()
+    ledger = _ledger(air_home()) if service is None else ServiceLedger(service)
     claim = Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, count)
     try:
         while True:
@@ -69,6 +72,27 @@ def take(asked: int | None, used: int, label: str, wait: bool, note: Callable[[s
     except BaseException:
         ledger.release(claim.claim_id)  # an interrupt, a refusal: nothing stays queued
         raise
+
+
+class ServiceLedger:
+    """The team's ledger, kept by the air-jobs service: claims as this hub user, held while this process lives."""
+
+    def __init__(self, service: ServiceJobs):
+        self.service = service
+
+    def claim(self, claim: Claim, indexes: list[int]) -> Admission:
+        body = {"claim_id": claim.claim_id, "label": claim.label, "count": claim.count, "indexes": indexes}
+        answer = self.service.call("POST", "gpus/claims", {**body, "pid": os.getpid()})
+        gpus = answer["gpus"]
+        return Admission(None if gpus is None else tuple(gpus), answer["position"], answer["reason"])
+
+    def release(self, claim_id: str) -> None:
+        """End the claim; one the service never queued (its request refused) is none to end."""
+        try:
+            self.service.call("DELETE", f"gpus/claims/{claim_id}")
+        except ServiceAnswer as answer:
+            if answer.status != 404:
+                raise
 
 
 @functools.cache

@@ -78,6 +78,10 @@ class ServiceJobs:
     def schedules(self) -> ServiceSchedules:
         return ServiceSchedules(self)
 
+    def gpu_queue(self) -> dict:
+        """The team's GPU ledger as `air queue -o json` prints it: held, queued, recent GPU-hours per user."""
+        return self.call("GET", "gpus/queue")
+
     def cancel(self, job_run_id: str) -> dict:
         return self.call("POST", f"jobs/{quote(job_run_id, safe='')}/cancel")
 

@@ -76,6 +76,13 @@ def test_jobs_queue_for_the_gpus_of_the_ledger_say_why_and_are_canceled_while_qu
     assert "Holding GPUs" in table and "Waiting, in the order they will start" in table
     assert re.search(rf"^1 +{getpass.getuser()} +job +{queued} +1 ", table, re.M)
     assert re.search(rf"^GPU-hours in the last 24 h, which order the line: {getpass.getuser()} \d+\.\d\d$", table, re.M)
+    # And with the admin's quota of 2 claims in line per user, a third is refused when submitted, creating nothing
+    air.env["AIR_QUEUE_QUOTA"] = "2"
+    refused = air("run", "-f", str(write_workload(tmp_path, "d.yaml", command=wait, compute={"num_accelerators": 1})))
+    assert refused.returncode == 2 and "the quota of queued work per user (AIR_QUEUE_QUOTA=2)" in refused.stderr
+    assert f"{getpass.getuser()} has 2 claim(s) waiting for GPUs" in refused.stderr and "d.yaml:" in refused.stderr
+    assert len(air.json("list", "--all-status")) == 3
+    del air.env["AIR_QUEUE_QUOTA"]
 
     # When the last one is canceled while queued, and the first ends
     assert air.json("cancel", canceled)[0]["status"] == "CANCELED"

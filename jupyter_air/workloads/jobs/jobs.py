@@ -89,6 +89,11 @@ class Jobs:
             return {"held": [], "queued": [], "recent_gpu_hours": {}, "shared_gpus": list(shared_gpus())}
         return GpuLedger(store).describe()
 
+    def _waiting(self, user: str) -> int:
+        """How many of ``user``'s claims wait for GPUs (none while AIR_HOME has no job store: a check creates none)."""
+        store = self._existing()
+        return 0 if store is None else GpuLedger(store).waiting(user)
+
     def _existing(self) -> JobStore | None:
         return self.store if self._store is not None or (self.home / "jobs.db").exists() else None
 
@@ -140,7 +145,7 @@ class Jobs:
         problems = grant_problems(spec.get("permissions", []), self.directory)
         notes, executor = [], scale.executor
         if executor == "local":
-            problem, notes = check_local(compute.num_accelerators, compute.accelerator_type)
+            problem, notes = check_local(compute.num_accelerators, compute.accelerator_type, self.owner, self._waiting)
             problems += [p for p in (problem, account_problem(self.owner)) if p]
         else:
             shape = {"num_nodes": scale.num_nodes, "gpus_per_node": scale.gpus_per_node, "ray_address": scale.address}

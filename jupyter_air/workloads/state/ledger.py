@@ -55,6 +55,15 @@ class Quota:
             return None
         return f"over the quota of {self.gpus} GPU(s) at once per user ({GPU_QUOTA_ENV}); ask for at most {self.gpus}"
 
+    def queued_refusal(self, user: str, waiting: int) -> str | None:
+        """Why one more claim of ``user``, who has ``waiting`` claims in line, is over the queue quota, or None."""
+        if self.queued is None or waiting < self.queued:
+            return None
+        return (
+            f"{user} has {waiting} claim(s) waiting for GPUs, the quota of queued work per user"
+            f" ({QUEUE_QUOTA_ENV}={self.queued}); cancel one or wait for one to start"
+        )
+
 
 def shared_gpus() -> tuple[int, ...]:
     """``$AIR_SHARED_GPUS``: the GPUs the admin lets several claims hold at once; ValueError saying what to set."""
@@ -126,6 +135,10 @@ class GpuLedger:
             rows = [(user, *span) for span in spans]
             db.executemany("INSERT INTO gpu_use (user, gpus, start_ms, end_ms) VALUES (?,?,?,?)", rows)
 
+    def waiting(self, user: str) -> int:
+        """How many of ``user``'s claims wait in line."""
+        return sum(1 for claim in self.queue()[1] if claim.user == user)
+
     def queue(self) -> tuple[list[Claim], list[Claim]]:
         """``(held, queued)``: the claims holding GPUs, and the waiting ones in admission order."""
         held, queued, _ = self._look()
@@ -162,11 +175,8 @@ class GpuLedger:
         if refusal := quota.refusal(claim.count):
             raise QuotaExceeded(f"{claim.count} GPU(s) asked for, {refusal}")
         waiting = sum(1 for c in claims if c.user == claim.user and not c.held)
-        if quota.queued is not None and waiting >= quota.queued:
-            raise QuotaExceeded(
-                f"{claim.user} has {waiting} claim(s) waiting for GPUs, the quota of queued work per user"
-                f" ({QUEUE_QUOTA_ENV}={quota.queued}); cancel one or wait for one to start"
-            )
+        if refusal := quota.queued_refusal(claim.user, waiting):
+            raise QuotaExceeded(refusal)
 
     def _admit(
         self, db: sqlite3.Connection, claims: list[Claim], indexes: Sequence[int], claim_id: str, gpu_quota: int | None

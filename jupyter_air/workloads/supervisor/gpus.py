@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jupyter_air.gpu.sources import opened
@@ -71,23 +71,31 @@ def local_count() -> int:
     return len(node_gpus().gpus)
 
 
-def check_local(num_accelerators: int, accelerator_type: str | None) -> tuple[str | None, list[str]]:
-    """Why this node cannot run the compute request (``field.path: why``, None when it can), and notes to show
-    (simulated GPUs are no hardware)."""
+def check_local(
+    num_accelerators: int, accelerator_type: str | None, user: str, waiting: Callable[[str], int]
+) -> tuple[str | None, list[str]]:
+    """Why this node cannot run the compute request of ``user`` (``field.path: why``, None when it can), their
+    claims in line (``waiting(user)``) counted against the queue quota, and notes to show (simulated GPUs are no
+    hardware)."""
     if not (num_accelerators or accelerator_type):
         return None, []
     node = node_gpus()
-    problem = check_compute(num_accelerators, accelerator_type, node) or _over_quota(num_accelerators)
+    problem = check_compute(num_accelerators, accelerator_type, node) or _over_quota(num_accelerators, user, waiting)
     if problem is None and node.source == "simulated":
         note = "GPUs checked against the simulated GPU source (JUPYTER_AIR_GPU_SOURCE=simulated): not real hardware"
         return None, [note]
     return problem, []
 
 
-def _over_quota(num_accelerators: int) -> str | None:
-    """Why the admin's GPU quota per user refuses the request, or None."""
+def _over_quota(num_accelerators: int, user: str, waiting: Callable[[str], int]) -> str | None:
+    """Why the admin's quotas per user (GPUs at once, claims in line) refuse the request, or None."""
     try:
-        refusal = Quota.from_environment().refusal(num_accelerators)
+        quota = Quota.from_environment()
     except ValueError as err:
         return f"the GPU quota cannot be read: {err}"
-    return refusal and f"compute.num_accelerators: {num_accelerators} GPU(s) requested, {refusal}"
+    if refusal := quota.refusal(num_accelerators):
+        return f"compute.num_accelerators: {num_accelerators} GPU(s) requested, {refusal}"
+    if not num_accelerators or quota.queued is None:
+        return None
+    queued = quota.queued_refusal(user, waiting(user))
+    return queued and f"compute.num_accelerators: {queued}"

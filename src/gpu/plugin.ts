@@ -17,6 +17,7 @@ import { HolderNotifier } from './holderNotifier';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { HoldersModel } from './holders';
 import { GpuQueue } from './queue';
+import { GpuUsage } from './usage';
 // The sidebar panel, its model and its charts' runs are created during activation (the layout
 // restorer needs the widget at once), so a lazy import would not load them any later.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
@@ -62,7 +63,8 @@ export const gpuPlugin: JupyterFrontEndPlugin<IGpuModel> = {
       trans,
       timeline: new RunTimeline({ gpu: model }),
       holders,
-      queue: new GpuQueue({ gpu: model })
+      queue: new GpuQueue({ gpu: model }),
+      usage: new GpuUsage({ gpu: model })
     });
     themeManager?.themeChanged.connect(() => widget.refreshTheme());
     await addSidebarPanel({

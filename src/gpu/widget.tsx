@@ -9,6 +9,7 @@ import type { HoldersModel } from './holders';
 import type { GpuModel } from './model';
 import type { GpuQueue } from './queue';
 import type { RunTimeline } from './timeline';
+import type { GpuUsage } from './usage';
 import { PANEL_ID } from './tokens';
 
 export class GpuPanelWidget extends ModelView<GpuModel> {
@@ -23,6 +24,10 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
     this._queue = options.queue ?? null;
     if (this._queue) {
       this.follow(this._queue.changed);
+    }
+    this._usage = options.usage ?? null;
+    if (this._usage) {
+      this.follow(this._usage.changed);
     }
     if (this._timeline) {
       this.follow(this._timeline.changed);
@@ -52,6 +57,7 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
         heldNodes={this._holders?.nodeHolders}
         onRelease={pid => void this._holders?.release(pid)}
         queue={this._queue ?? undefined}
+        usage={this._usage ?? undefined}
       />
     );
   }
@@ -62,6 +68,7 @@ export class GpuPanelWidget extends ModelView<GpuModel> {
   private _themeKey = 0;
   private _timeline: RunTimeline | null;
   private _trans: TranslationBundle;
+  private _usage: GpuUsage | null;
 }
 
 export namespace GpuPanelWidget {
@@ -76,5 +83,7 @@ export namespace GpuPanelWidget {
     holders?: HoldersModel;
     /** This machine's GPU queue, listed when anything holds or waits for a GPU. */
     queue?: GpuQueue;
+    /** GPU use over the last 7 days, listed under the queue. */
+    usage?: GpuUsage;
   }
 }

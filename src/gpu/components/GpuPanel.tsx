@@ -8,10 +8,12 @@ import { latestValue } from '../history';
 import type { INodeHolder } from '../holders';
 import type { GpuModel } from '../model';
 import type { IHeldClaim, IQueuedClaim } from '../queue';
+import type { GpuUsage } from '../usage';
 import { ChartsView } from './ChartsView';
 import { ClusterOverview } from './ClusterOverview';
 import { DeviceList } from './DeviceList';
 import { GpuQueueView } from './GpuQueueView';
+import { GpuUsageView } from './GpuUsageView';
 import { Header } from './Header';
 import { HeldNodes } from './HeldNodes';
 import { HostRow } from './HostRow';
@@ -34,11 +36,13 @@ export interface IGpuPanelProps {
   onRelease?: (pid: number) => void;
   /** This machine's GPU queue: the work holding GPUs and the work waiting for them. */
   queue?: { held: IHeldClaim[]; queued: IQueuedClaim[] };
+  /** GPU use over the last 7 days, per user, experiment or day. */
+  usage?: GpuUsage;
 }
 
 export function GpuPanel(props: IGpuPanelProps): JSX.Element {
   const { model, revision, themeKey, onOpenPath, trans, refreshIcon, runs, onOpenRun } = props;
-  const { heldNodes, onRelease, queue } = props;
+  const { heldNodes, onRelease, queue, usage } = props;
   const payload = model.payload;
   const history = model.history;
   const state = model.state;
@@ -143,6 +147,14 @@ export function GpuPanel(props: IGpuPanelProps): JSX.Element {
       ) : null}
       {queue && queue.held.length + queue.queued.length > 0 ? (
         <GpuQueueView held={queue.held} queued={queue.queued} trans={trans} />
+      ) : null}
+      {usage ? (
+        <GpuUsageView
+          by={usage.by}
+          payload={usage.payload}
+          onBy={by => usage.setBy(by)}
+          trans={trans}
+        />
       ) : null}
       {heldNodes && heldNodes.length > 0 && onRelease ? (
         <HeldNodes

@@ -10,6 +10,9 @@ import time
 
 from workload_helpers import write_workload
 
+#: Seconds between two due times of the schedule the drivers share: the shortest a schedule may have.
+PERIOD_S = 10
+
 
 def scheduled(tmp_path, expression="0 0 2 * * ?", **timing):
     spec = {"quartz_cron_expression": expression, "timezone_id": "Europe/Lisbon", **timing}
@@ -95,18 +98,20 @@ def test_two_schedulers_and_a_jupyter_server_fire_each_due_time_once_and_one_kil
     air, tmp_path, mlflow_client
 ):
     # Given a schedule every 10 s, and on one AIR_HOME a Jupyter server and two `air scheduler` drivers
-    path = scheduled(tmp_path, "*/10 * * * * ?", max_concurrent_runs=20)
+    path = scheduled(tmp_path, f"*/{PERIOD_S} * * * * ?", max_concurrent_runs=20)
     air("run", "-f", str(path), check=True)
     server = jupyter_server(air, tmp_path)
     drivers = [air.popen("scheduler"), air.popen("scheduler")]
 
-    # When they run for about 35 s, one of the schedulers killed half way, and the server alone for 10 s more
-    time.sleep(17 + (5 - time.time()) % 10)  # halfway between two due times: no submission under way
+    # When both run for a due time or two, then one is killed half way between two (no submission under way), the
+    # other runs alone for a due time, and the server alone for one or two more
+    halfway = PERIOD_S / 2
+    time.sleep(PERIOD_S + (halfway - time.time()) % PERIOD_S)
     drivers[0].kill()
-    time.sleep(18)
+    time.sleep(PERIOD_S)
     drivers[1].send_signal(signal.SIGTERM)
     outputs = [d.communicate(timeout=30)[0] for d in drivers]
-    time.sleep(10 + (5 - time.time()) % 10)
+    time.sleep(PERIOD_S + (halfway - time.time()) % PERIOD_S)
     server.send_signal(signal.SIGTERM)
     server_log = server.communicate(timeout=60)[1]
 
@@ -114,7 +119,7 @@ def test_two_schedulers_and_a_jupyter_server_fire_each_due_time_once_and_one_kil
     assert drivers[1].returncode == 0
     fires = sorted(air.json("schedules", "get", "nightly-cli")["fires"], key=lambda f: f["scheduled_ms"])
     times = [f["scheduled_ms"] for f in fires]
-    assert len(times) >= 3 and all(b - a == 10_000 for a, b in zip(times, times[1:], strict=False)), times
+    assert len(times) >= 3 and all(b - a == PERIOD_S * 1000 for a, b in zip(times, times[1:], strict=False)), times
     assert all(f["outcome"] == "SUBMITTED" for f in fires), fires
     jobs = air.json("list", "--schedule", "nightly-cli", "--all-status")
     assert sorted(j["job_run_id"] for j in jobs) == sorted(f["job_run_id"] for f in fires)

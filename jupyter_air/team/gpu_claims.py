@@ -1,15 +1,17 @@
 """The team's GPU ledger for its users' notebook calls: a call in a user's kernel on the hub's machine takes its GPUs
 from the ledger of the air-jobs service's store, which the team's jobs take theirs from, so one user's call and
 another's job (or two users' calls) never get the same GPU; who waits goes by the team's fair share. The claim is
-the caller's (their hub name, whatever the request says), kept while the calling process lives."""
+the caller's (their hub name, whatever the request says), kept while the calling process lives; where the hub user
+is also an account of this machine, that process must be theirs."""
 
 from __future__ import annotations
 
+import pwd
 from dataclasses import dataclass
 
 import psutil
 
-from jupyter_air.error_kinds import BAD_INPUT, NOT_FOUND
+from jupyter_air.error_kinds import BAD_INPUT, FORBIDDEN, NOT_FOUND
 from jupyter_air.workloads.state.fair_share import Claim
 from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.store import JobStore
@@ -22,6 +24,12 @@ class BadClaim(ValueError):
     """A claim request that cannot be used (the message says what to send)."""
 
     kind = BAD_INPUT
+
+
+class NotYourProcess(PermissionError):
+    """A claim naming a process of another account than the caller's."""
+
+    kind = FORBIDDEN
 
 
 class NoSuchClaim(LookupError):
@@ -40,6 +48,7 @@ class TeamGpus:
         """Queue (or look again at) ``user``'s claim ``{"claim_id", "label", "count", "indexes", "pid"}``:
         ``{"gpus": [...] or None, "position", "reason"}``."""
         claim_id, label, count, indexes, pid = _fields(body)
+        _check_owner(user, pid)
         ledger = GpuLedger(self.store)
         self._own(ledger, user, claim_id, missing_ok=True)
         admission = ledger.claim(Claim(claim_id, "call", user, label, count), indexes, pid)
@@ -63,6 +72,21 @@ class TeamGpus:
         owners = {c.claim_id: c.user for c in (*held, *queued)}
         if owners.get(claim_id, user if missing_ok else None) != user:
             raise NoSuchClaim(f"{user} has no GPU claim {claim_id!r}; `air queue` lists the claims")
+
+
+def _check_owner(user: str, pid: int) -> None:
+    """Refuse a claim held by a process that is not ``user``'s, where ``user`` is an account here (a claim could
+    otherwise outlive its caller on a process that never ends)."""
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return  # a hub user with no account here: their kernels' accounts are the spawner's to say
+    try:
+        owner = psutil.Process(pid).uids().real
+    except psutil.Error:
+        owner = None
+    if owner != uid:
+        raise NotYourProcess(f"process {pid} is not {user}'s: a GPU claim is held by the caller's own kernel")
 
 
 def _fields(body: dict) -> tuple[str, str, int, list[int], int]:

@@ -54,7 +54,8 @@ def reorder() -> tuple[float, float]:
     look at that queue in its SQLite store (drop gone processes, sum 5,000 past holds per user, read, order)."""
     from jupyter_air.workloads.state import fair_share
     from jupyter_air.workloads.state.fair_share import Claim, Use
-    from jupyter_air.workloads.state.ledger import GpuLedger, Quota
+    from jupyter_air.workloads.state.ledger import GpuLedger
+    from jupyter_air.workloads.state.quota import Quota
     from jupyter_air.workloads.state.store import JobStore
 
     rng, now = random.Random(1), int(time.time() * 1000)

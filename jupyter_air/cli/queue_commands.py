@@ -33,14 +33,15 @@ def queue_command(jobs: Ledger, args: argparse.Namespace) -> int:
         output.print_json(ledger)
         return 0
     held = [
-        [",".join(map(str, c["gpus"])), c["user"], c["kind"], c["label"], output.clock(c["granted_ms"])]
+        [_gpus(c, ",".join(map(str, c["gpus"]))), c["user"], c["kind"], c["label"], output.clock(c["granted_ms"])]
         for c in ledger["held"]
     ]
     print("Holding GPUs" if held else "No work holds a GPU")
     if held:
         output.table(("GPUS", "USER", "KIND", "WHAT", "SINCE"), held)
     waiting = [
-        [str(c["position"]), c["user"], c["kind"], c["label"], str(c["count"]), output.clock(c["submitted_ms"])]
+        [str(c["position"]), c["user"], c["kind"], c["label"], _gpus(c, str(c["count"]))]
+        + [output.clock(c["submitted_ms"])]
         for c in ledger["queued"]
     ]
     print("\nWaiting, in the order they will start" if waiting else "\nNothing waits for a GPU")
@@ -51,3 +52,8 @@ def queue_command(jobs: Ledger, args: argparse.Namespace) -> int:
     if ledger["shared_gpus"]:
         print(f"Shared GPUs (any number of claims at once): {','.join(map(str, ledger['shared_gpus']))}")
     return 0
+
+
+def _gpus(claim: dict, here: str) -> str:
+    """This machine's GPUs as ``here`` says them; a Ray cluster's as a count of its pool (Ray places them)."""
+    return f"{claim['count']} of {claim['pool']}" if claim.get("pool") else here

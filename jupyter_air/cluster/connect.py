@@ -68,6 +68,17 @@ def connect(address: str) -> int:
         return int(_joined["generation"])
 
 
+def gpu_pool() -> tuple[str, int]:
+    """The joined cluster as the GPU ledger names its pool (``Ray cluster <GCS address>``, the same whichever address
+    reached it where Ray says) and how many GPUs its live nodes have."""
+    ray = ray_module()
+    try:
+        name = ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - Ray Client does not say it: the address joined names the cluster
+        name = None
+    return f"Ray cluster {name or _joined['address']}", int(ray.cluster_resources().get("GPU", 0))
+
+
 def disconnect() -> None:
     """Leave the cluster this module joined (its actors and placement groups go with the connection)."""
     with _lock:

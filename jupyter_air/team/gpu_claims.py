@@ -45,13 +45,14 @@ class TeamGpus:
     store: JobStore
 
     def claim(self, user: str, body: dict) -> dict:
-        """Queue (or look again at) ``user``'s claim ``{"claim_id", "label", "count", "indexes", "pid"}``:
-        ``{"gpus": [...] or None, "position", "reason"}``."""
+        """Queue (or look again at) ``user``'s claim ``{"claim_id", "label", "count", "indexes", "pid"}`` (and
+        ``"pool"``, a Ray cluster's, for a call there): ``{"gpus": [...] or None, "position", "reason"}``."""
         claim_id, label, count, indexes, pid = _fields(body)
+        pool = body.get("pool", "")
         _check_owner(user, pid)
         ledger = GpuLedger(self.store)
         self._own(ledger, user, claim_id, missing_ok=True)
-        admission = ledger.claim(Claim(claim_id, "call", user, label, count), indexes, pid)
+        admission = ledger.claim(Claim(claim_id, "call", user, label, count, pool=pool), indexes, pid)
         gpus = None if admission.gpus is None else list(admission.gpus)
         return {"gpus": gpus, "position": admission.position, "reason": admission.reason}
 
@@ -97,6 +98,8 @@ def _fields(body: dict) -> tuple[str, str, int, list[int], int]:
         problems.append(f"claim_id: a string 'call-<hex>' of at most {MAX_ID} characters")
     if not isinstance(label, str) or len(label) > MAX_LABEL:
         problems.append(f"label: the call's name, at most {MAX_LABEL} characters")
+    if not isinstance(body.get("pool", ""), str) or len(body.get("pool", "")) > MAX_LABEL:
+        problems.append(f"pool: the Ray cluster's pool ('Ray cluster <address>'), at most {MAX_LABEL} characters")
     if not _whole(count) or count < 1:
         problems.append("count: how many GPUs, a whole number from 1")
     if not isinstance(indexes, list) or not all(_whole(i) and i >= 0 for i in indexes):

@@ -95,7 +95,8 @@ def _prepare(
                 f"the cluster) or ray_address='ray://head-host:10001', or set {RAY_ADDRESS_ENV} (the Jupyter "
                 "server sets it from c.JupyterAir.ray_address)"
             )
-        return ClusterCall(payload, call_context(), options, address)
+        admit = gpu_claim.cluster_admission(tags[FUNCTION_TAG], options.wait)
+        return ClusterCall(payload, call_context(), options, address, admit)
     if not Launcher.get().ready.done():
         starting.waiting("waiting for its fork server to import PyTorch (once per kernel)")
     world_size, gpu_count = world_size_for(options.gpus)

@@ -1,6 +1,7 @@
 """A local call's GPUs, taken from this machine's GPU ledger: the one AIR_HOME's jobs take theirs from (on a team's
 hub, ``AIR_JOBS_URL`` set, the air-jobs service's, which the team's jobs and every user's calls share), so a call
-and a job (or two calls) never run on the same GPU, and a call whose GPUs are busy waits its turn in line."""
+and a job (or two calls) never run on the same GPU, and a call whose GPUs are busy waits its turn in line. A call on
+a Ray cluster is admitted the same way to the cluster's pool of the ledger before it asks Ray for its GPUs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import getpass
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,12 +58,32 @@ def take(asked: int | None, used: int, label: str, wait: bool, note: Callable[[s
     count = (asked or len(indexes)) if node.source == "simulated" else used
     if not indexes or not count:
         return HeldGpus()
+    return hold(call_claim(label, count), indexes, wait, note)
+
+
+def cluster_admission(label: str, wait: bool) -> Callable[[int, str, int, Callable[[str], None]], HeldGpus]:
+    """How a call known as ``label`` is admitted to a Ray cluster's GPUs: ``admit(count, pool, size, note)`` holds
+    ``count`` of the ``size`` GPUs of the cluster's ``pool`` in the ledger before the call asks Ray for them (Ray
+    then places them); it waits its turn like a call on this machine."""
+
+    def admit(count: int, pool: str, size: int, note: Callable[[str], None]) -> HeldGpus:
+        held = hold(call_claim(label, count, pool), range(size), wait, note)
+        return HeldGpus((), held.ledger, held.claim_id)  # Ray says which GPUs each rank sees
+
+    return admit
+
+
+def call_claim(label: str, count: int, pool: str = "") -> Claim:
+    return Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, count, pool=pool)
+
+
+def hold(claim: Claim, indexes: Sequence[int], wait: bool, note: Callable[[str], None]) -> HeldGpus:
+    """``claim`` held among ``indexes`` once its turn comes, from this machine's ledger (the team's on a hub)."""
     service = ServiceJobs.from_environment()
     ledger = _ledger(air_home()) if service is None else ServiceLedger(service)
-    claim = Claim(f"call-{uuid.uuid4().hex[:12]}", "call", getpass.getuser(), label, count)
     try:
         while True:
-            admission = ledger.claim(claim, indexes)
+            admission = ledger.claim(claim, list(indexes))
             if admission.gpus is not None:
                 return HeldGpus(admission.gpus, ledger, claim.claim_id)
             if not wait:
@@ -82,6 +103,7 @@ class ServiceLedger:
 
     def claim(self, claim: Claim, indexes: list[int]) -> Admission:
         body = {"claim_id": claim.claim_id, "label": claim.label, "count": claim.count, "indexes": indexes}
+        body.update({"pool": claim.pool} if claim.pool else {})
         answer = self.service.call("POST", "gpus/claims", {**body, "pid": os.getpid()})
         gpus = answer["gpus"]
         return Admission(None if gpus is None else tuple(gpus), answer["position"], answer["reason"])

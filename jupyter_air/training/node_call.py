@@ -72,10 +72,12 @@ class Call:
     def log_path(self, rank: int) -> pathlib.Path:
         return self.folder / "logs" / f"rank_{rank}.log"
 
-    def start(self, note=lambda what: None) -> None:
-        """Launch the ranks in a process of the fork server; each waits for :meth:`release` before running."""
+    def start(self, note=lambda what: None) -> bool:
+        """Launch the ranks in a process of the fork server; each waits for :meth:`release` before running. True:
+        started (a call here holds its GPUs before it starts)."""
         self._launcher = Launcher.get()
         self._events = self._launcher.launch(self.id, self.folder, asdict(self.place), self._reserved_port)
+        return True
 
     def sample_metrics(self, run, gpus: Sequence[str]) -> None:
         """Sample the system metrics of this node, where every rank runs, into ``run`` (a ManagedRun), with the

@@ -7,6 +7,11 @@ runs that node's share of the elastic launch; ranks rendezvous on node 0. The on
 bytes into local files (the cell prints them, the run keeps them); this module adds what only a call has: its
 results, and the root cause of a failure across nodes. Actors are kept for the next call of the same shape
 (about 0.6 s instead of 5 s); any call stopped early kills them.
+
+Before it asks Ray for GPUs, a call is admitted to the cluster's pool of the GPU ledger (``admit``), as a call on
+one machine is to that machine's: who asks Ray next goes by the same queue, fair share and quotas, and Ray places
+what was admitted. The claim ends with the call: the nodes kept for the next call hold none, and that call takes
+its turn again (its kept nodes are freed if it has to wait).
 """
 
 from __future__ import annotations
@@ -15,12 +20,12 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jupyter_air import scratch
 from jupyter_air.cluster import node_run
-from jupyter_air.cluster.connect import connect, ray_module
+from jupyter_air.cluster.connect import connect, gpu_pool, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import NodeGroup, bundle, describe_bundle
 from jupyter_air.tracking.lifecycle import system_metrics_interval
@@ -29,6 +34,7 @@ from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.training.agent import TrainingAgent
 from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
+from jupyter_air.training.gpu_claim import HeldGpus
 from jupyter_air.training.kept import Kept
 from jupyter_air.training.launch_plan import NodePlace
 from jupyter_air.training.options import RunOptions
@@ -46,6 +52,9 @@ _PEER_ERRORS = (
     "Socket Timeout",
 )
 _SIGNALLED = {-15, -9}
+#: ``admit(count, pool, size, note)``: ``count`` of the ``size`` GPUs of the cluster's ledger ``pool`` held for the
+#: call (None: canceled while it waited its turn).
+Admit = Callable[[int, str, int, Callable[[str], None]], HeldGpus | None]
 
 
 def _shape(ray, gpus: int | None, nodes: int) -> tuple[int, int]:
@@ -60,8 +69,9 @@ def _shape(ray, gpus: int | None, nodes: int) -> tuple[int, int]:
 class ClusterCall:
     """``function`` on ``options.nodes`` nodes of the Ray cluster at ``address``; see the module docstring."""
 
-    def __init__(self, payload: bytes, context: dict, options: RunOptions, address: str):
+    def __init__(self, payload: bytes, context: dict, options: RunOptions, address: str, admit: Admit):
         self.payload = payload
+        self.admit = admit
         self.context = context
         self.options = options
         self.address = address
@@ -73,12 +83,13 @@ class ClusterCall:
         self._key: tuple = ()
         self._logs: list[dict[int, Path]] = []
         self._reusable = False
+        self.held = HeldGpus()
 
     # The interface of node_call.Call, in the order the notebook API uses it.
 
-    def start(self, note=lambda what: None) -> None:
-        """Join the cluster, place one actor per node (or reuse the last call's), start every node's ranks;
-        ``note(what)`` hears what it waits for."""
+    def start(self, note=lambda what: None) -> bool:
+        """Join the cluster, take its turn for the cluster's GPUs, place one actor per node (or reuse the last
+        call's), start every node's ranks; ``note(what)`` hears what it waits for. False: canceled in line."""
         note(f"joining the Ray cluster at {self.address}")
         ray = ray_module()
         generation = connect(self.address)
@@ -89,7 +100,12 @@ class ClusterCall:
         def check_hosts(hosts: list[str]) -> None:
             check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
 
-        self.group = Kept.take(self._key)
+        kept = Kept.take(self._key)
+        held = self._admitted(gpus * self.nodes, note, kept)
+        if held is None:
+            return False
+        self.held = held  # given back by cleanup()
+        self.group = kept if kept is not None and not kept.closed else None
         if self.group is None:
             note(f"placing {self.nodes} nodes with {describe_bundle(share)} each")
             self.group = NodeGroup.place(
@@ -114,6 +130,21 @@ class ClusterCall:
             WORLD_SIZE_TAG: str(nproc * self.nodes),
             RAY_ADDRESS_TAG: self.address,
         }
+        return True
+
+    def _admitted(self, count: int, note, kept: NodeGroup | None) -> HeldGpus | None:
+        """The call's turn for ``count`` of the cluster's GPUs; nodes this kernel kept are freed once it must wait
+        (they would hold GPUs that the work ahead of it waits for)."""
+        if not count:
+            return HeldGpus()  # CPU ranks hold no GPU
+
+        def waiting(what: str) -> None:
+            if kept is not None:
+                kept.close()
+            note(what)
+
+        pool, size = gpu_pool()
+        return self.admit(count, pool, size, waiting)
 
     def _launch(self, ray, nproc: int) -> None:
         for node in range(self.nodes):
@@ -183,18 +214,24 @@ class ClusterCall:
     def cleanup(self) -> None:
         """Keep the actors for the next call when this one ended by itself, else kill them; delete local logs."""
         group = self.group
-        if group is not None and not group.closed:
-            try:
-                refs = {a.cleanup.remote(): i for i, a in enumerate(group.agents)} if self._reusable else None
-                got = group.gather(refs) if refs else None
-                if got is None or got.errors or got.late:
-                    group.close()  # stopped early, or a node is gone: never keep it (nor hide the call's outcome)
-                else:
-                    Kept.keep(self._key, group, self.address)
-            except BaseException:
-                group.close()
-                raise
+        try:
+            if group is not None and not group.closed:
+                self._keep_or_close(group)
+        finally:
+            self.held.release()  # kept nodes hold no claim: the next call takes its turn again
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _keep_or_close(self, group: NodeGroup) -> None:
+        try:
+            refs = {a.cleanup.remote(): i for i, a in enumerate(group.agents)} if self._reusable else None
+            got = group.gather(refs) if refs else None
+            if got is None or got.errors or got.late:
+                group.close()  # stopped early, or a node is gone: never keep it (nor hide the call's outcome)
+            else:
+                Kept.keep(self._key, group, self.address)
+        except BaseException:
+            group.close()
+            raise
 
     def log_files(self) -> dict[str, dict[int, Path]]:
         """``{artifact folder: {global rank: local copy of the log}}``: ``logs/node_<n>/rank_<r>.log``."""

@@ -9,6 +9,7 @@ failure (:data:`OUTCOME`) for the kernel that attaches.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from pathlib import Path
 from jupyter_air.home import private_dir
 from jupyter_air.training.errors import DistributedError
 from jupyter_air.training.forkserver_client import Launcher
+from jupyter_air.training.gpu_claim import HeldGpus
 from jupyter_air.training.launch_plan import NodePlace
 from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.node_call import Call
@@ -71,8 +73,10 @@ class CallRunner:
             self.call = Call(payload, context, NodePlace(self.spec["world_size"]), parent=job_dir)
         else:
             options = RunOptions.of(self.spec["options"])
-            self.call = ClusterCall(payload, context, options, self.context.spec["compute"]["ray_address"])
-        self.call.start(note)
+            address = self.context.spec["compute"]["ray_address"]
+            self.call = ClusterCall(payload, context, options, address, functools.partial(self._admit, cancel))
+        if not self.call.start(note):
+            return False
         files = list(self.call.log_files().values())  # node by node, each {global rank: log}
         self._node_of = [node for node, ranks in enumerate(files) for _ in ranks]
         self.log_dirs = [self._node_dir(node) for node in range(len(files))]
@@ -81,6 +85,10 @@ class CallRunner:
         if self.place_name == "ray":
             self.nodes = [info.to_json() for info in self.call.group.infos]
         return True
+
+    def _admit(self, cancel: threading.Event, count: int, pool: str, size: int, note) -> HeldGpus | None:
+        """The cluster's GPUs held as the job's own claim (ended with the job, whatever its attempts)."""
+        return None if reserve_gpus(self.context, cancel, note, count, pool, range(size)) is None else HeldGpus()
 
     def _node_dir(self, node: int) -> Path:
         return node_dir(self.context.job_dir, self.context.attempt, node)

@@ -17,6 +17,7 @@ const dom = reactRoot();
 /** What a job and a call are known by (the job's id, the call's function). */
 const JOB_ID = 'job-a';
 const FUNCTION = 'train';
+const CLUSTER_JOB_ID = 'job-c';
 
 const QUEUE: IGpuQueuePayload = {
   held: [
@@ -26,7 +27,18 @@ const QUEUE: IGpuQueuePayload = {
       user: 'alice',
       label: JOB_ID,
       count: 2,
+      pool: '',
       gpus: [0, 1],
+      granted_ms: 0
+    },
+    {
+      claim_id: 'job-c',
+      kind: 'job',
+      user: 'carol',
+      label: CLUSTER_JOB_ID,
+      count: 4,
+      pool: 'Ray cluster 127.0.0.1:6379',
+      gpus: [],
       granted_ms: 0
     }
   ],
@@ -37,6 +49,7 @@ const QUEUE: IGpuQueuePayload = {
       user: HOSTILE,
       label: FUNCTION,
       count: 1,
+      pool: '',
       position: 1,
       submitted_ms: 0,
       reason: "1st in line for 1 GPU; held by alice's job job-a since 10:02 (GPU 0,1)"
@@ -74,7 +87,7 @@ describe('GpuQueue', () => {
     await advance(0);
     // Then it was read once, and holds the holders and the waiting work
     expect(asked).toHaveLength(1);
-    expect(queue.held.map(c => c.gpus)).toEqual([[0, 1]]);
+    expect(queue.held.map(c => c.gpus)).toEqual([[0, 1], []]);
     expect(queue.queued.map(c => [c.position, c.label])).toEqual([[1, 'train']]);
     // When a poll brings a new sample and another brings none, Then it was read once more
     gpuServer.addSamples(1);
@@ -96,6 +109,8 @@ describe('GpuQueue', () => {
     const held = dom.container.querySelector('[data-claim-id="job-a"]');
     expect(held?.querySelector('.jp-Air-queue-gpus')?.textContent).toBe('GPUs 0,1');
     expect(held?.querySelector('.jp-Air-queue-what')?.textContent).toBe("alice's job job-a");
+    const cluster = dom.container.querySelector('[data-claim-id="job-c"] .jp-Air-queue-gpus');
+    expect(cluster?.textContent).toBe('4 GPUs of Ray cluster 127.0.0.1:6379'); // Ray places them
     const waiting = dom.container.querySelector('[data-claim-id="call-b"]');
     expect(waiting?.querySelector('.jp-Air-queue-what')?.textContent).toBe(
       `${HOSTILE}'s call train`

@@ -9,6 +9,8 @@ export interface IGpuClaim {
   /** What its user knows it by: a job's id, a call's function. */
   label: string;
   count: number;
+  /** Whose GPUs: '' for this machine's, else a Ray cluster's ('Ray cluster <address>'), which Ray places. */
+  pool: string;
 }
 
 /** A claim holding GPUs, since `granted_ms`. */

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from jupyter_air.workloads.state.fair_share import Claim
-from jupyter_air.workloads.state.ledger import GpuLedger, Quota
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.quota import Quota
 from jupyter_air.workloads.state.store import JobStore
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from jupyter_air.server.idle_use import IdleUse
 from jupyter_air.workloads.state.fair_share import Claim
-from jupyter_air.workloads.state.ledger import GpuLedger, Quota
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.quota import Quota
 from jupyter_air.workloads.state.store import JobStore
 
 HOUR_MS = 3_600_000

@@ -83,12 +83,21 @@ def test_alices_call_waits_behind_bobs_job_on_the_services_ledger_and_only_she_e
 
 def test_a_bad_claim_names_every_field_to_fix_and_queues_nothing(team):
     hub, _, _ = team
-    # When alice's request has a made-up id, no count, a GPU index of -1 and a process that does not exist
-    status, answer = call(team, "alice", "POST", "gpus/claims", {"claim_id": "x", "indexes": [-1], "pid": 2**22 + 7})
+    # When alice's request has a made-up id, no count, a GPU index of -1, a process that does not exist and a pool
+    # that is no name
+    body = {"claim_id": "x", "indexes": [-1], "pid": 2**22 + 7, "pool": ["Ray"]}
+    status, answer = call(team, "alice", "POST", "gpus/claims", body)
 
     # Then it is refused with what each field needs, and the ledger is untouched
     assert status == 400
-    for field in ("claim_id: a string 'call-<hex>'", "count: how many GPUs", "indexes: the GPU indexes", "pid: the"):
+    fields = (
+        "claim_id: a string 'call-<hex>'",
+        "count: how many GPUs",
+        "indexes: the GPU indexes",
+        "pid: the",
+        "pool: ",
+    )
+    for field in fields:
         assert field in answer["message"]
     assert GpuLedger(JobStore(hub.folder / "air")).queue() == ([], [])
 

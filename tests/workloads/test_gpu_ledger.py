@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from jupyter_air.workloads.state.fair_share import Claim
-from jupyter_air.workloads.state.ledger import GpuLedger, NoSuchGpus, Quota, QuotaExceeded
+from jupyter_air.workloads.state.ledger import GpuLedger, NoSuchGpus
+from jupyter_air.workloads.state.quota import Quota, QuotaExceeded
 from jupyter_air.workloads.state.store import JobStore
 
 HOUR_MS = 3_600_000
@@ -36,8 +37,8 @@ def ledger(tmp_path, clock) -> GpuLedger:
     return GpuLedger(JobStore(tmp_path / "home"), Quota(), clock)
 
 
-def claim(user: str, n: int, count: int = 1, kind: str = "job") -> Claim:
-    return Claim(f"{user}-{n}", kind, user, f"{kind}-{user}-{n}", count)
+def claim(user: str, n: int, count: int = 1, kind: str = "job", pool: str = "") -> Claim:
+    return Claim(f"{user}-{n}", kind, user, f"{kind}-{user}-{n}", count, pool=pool)
 
 
 def jain(values: list[float]) -> float:
@@ -196,3 +197,31 @@ def test_a_restart_keeps_the_queue_and_frees_the_gpus_of_work_killed_with_sigkil
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_ray_clusters_gpus_are_a_pool_of_their_own_with_the_same_order(ledger, clock):
+    # Given alice holding this machine's 2 GPUs and bob 2 of a 4-GPU Ray cluster's
+    cluster, slots = "Ray cluster 127.0.0.1:6379", range(4)
+    assert ledger.claim(claim("alice", 0, count=2), GPUS).gpus == (0, 1)
+    assert ledger.claim(claim("bob", 1, count=2, pool=cluster), slots).gpus is not None
+
+    # When carol asks the cluster for 2 more and then 1, and for 1 of this machine's
+    assert ledger.claim(claim("carol", 2, count=2, pool=cluster, kind="call"), slots).gpus is not None
+    waits = ledger.claim(claim("carol", 3, pool=cluster), slots)
+    local = ledger.claim(claim("carol", 4), GPUS)
+
+    # Then the cluster's GPUs went to the first two claims whatever this machine's hold, and each line is its own:
+    # carol is 1st in both, told who holds the pool she waits for (a count: Ray places the GPUs)
+    assert (waits.gpus, waits.position, local.gpus, local.position) == (None, 1, None, 1)
+    assert waits.reason.startswith("1st in line for 1 GPU; held by bob's job job-bob-1 since ")
+    assert f"(2 of {cluster})" in waits.reason and "alice" not in waits.reason
+    assert "held by alice's job job-alice-0" in local.reason and cluster not in local.reason
+    described = ledger.describe()
+    assert [(c["user"], c["pool"], c["gpus"]) for c in described["held"]] == [
+        ("alice", "", [0, 1]),
+        ("bob", cluster, []),
+        ("carol", cluster, []),
+    ]
+    assert [(c["claim_id"], c["position"]) for c in described["queued"]] == [("carol-3", 1), ("carol-4", 1)]
+    with pytest.raises(NoSuchGpus, match=f"5 GPU\\(s\\) asked for but {cluster} has 4"):
+        ledger.claim(claim("dave", 5, count=5, pool=cluster), slots)

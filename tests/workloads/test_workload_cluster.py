@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,13 @@ import psutil
 import pytest
 from ray_cluster import actor_processes
 from workload_helpers import write_workload
+
+from jupyter_air import distributed
+from jupyter_air.training import release_nodes
+from jupyter_air.training.forkserver_client import Launcher
+from jupyter_air.training.gpu_claim import GpusBusy
+from jupyter_air.workloads.state.ledger import GpuLedger
+from jupyter_air.workloads.state.store import JobStore
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver")]
 
@@ -164,3 +172,58 @@ def test_several_nodes_without_a_cluster_exit_2(air, tmp_path, monkeypatch):
     bad = air("run", "-f", str(path), "--ray-address", "127.0.0.1:1")
     assert bad.returncode == 1 and "127.0.0.1:1" in bad.stderr
     assert not (air.home / "jobs.db").exists()
+
+
+def gpus_seen():
+    import os
+
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def test_a_call_takes_its_turn_for_the_clusters_gpus_behind_a_workload_holding_them(ray_cluster, air, tmp_path):
+    # Given a workload holding all 4 fake GPUs of the cluster (2 nodes x 2), admitted by AIR_HOME's GPU ledger
+    path = write_workload(
+        tmp_path, command='echo "started $NODE_RANK"; sleep 600', compute={"num_accelerators": 4, "num_nodes": 2}
+    )
+    job_run_id = air.submit(path, "--ray-address", ray_cluster.address)
+    air.wait(job_run_id, until=lambda job: "started" in air("logs", job_run_id, "--node", "1").stdout, timeout=180)
+    ledger = GpuLedger(JobStore(air.home))
+    pool = f"Ray cluster {ray_cluster.address}"
+    [held] = ledger.describe()["held"]
+    assert (held["claim_id"], held["kind"], held["count"], held["pool"], held["gpus"]) == (
+        job_run_id,
+        "job",
+        4,
+        pool,
+        [],
+    )
+    options = {"nodes": 2, "gpus": 1, "ray_address": ray_cluster.address, "log_system_metrics": False}
+    call, impatient = distributed(**options)(gpus_seen), distributed(**options, wait=False)(gpus_seen)
+
+    # When a notebook call on the same cluster asks not to wait, Then it is refused naming who holds the GPUs,
+    # and leaves nothing queued
+    with pytest.raises(GpusBusy, match=rf"1st in line for 2 GPUs; held by \S+'s job {job_run_id} since .*\(4 of "):
+        impatient.distributed()
+    assert ledger.describe()["queued"] == []
+
+    # When it waits its turn instead, Then it is queued in the cluster's pool (never asking Ray for the nodes) ...
+    results: list = []
+    waiting = threading.Thread(target=lambda: results.append(call.distributed()), daemon=True)
+    waiting.start()
+    deadline = time.monotonic() + 60
+    while not ledger.describe()["queued"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [queued] = ledger.describe()["queued"]
+    assert (queued["kind"], queued["count"], queued["pool"], queued["position"]) == ("call", 2, pool, 1)
+    shown = air("queue", check=True).stdout  # by count: Ray names the GPUs when it places them
+    assert f"4 of {pool}" in shown and f"2 of {pool}" in shown
+
+    # ... and runs once the workload is canceled, its ranks on the GPUs Ray gave them
+    air.json("cancel", job_run_id)
+    waiting.join(timeout=180)
+    assert not waiting.is_alive()
+    assert [len(seen.split(",")) for seen in results[0]] == [1, 1]
+    assert ledger.describe()["held"] == []  # the nodes kept for the next call hold no claim
+    release_nodes()
+    assert nothing_left(job_run_id)
+    Launcher.close()  # the decorator's warm-up started this process's fork server, as in a kernel

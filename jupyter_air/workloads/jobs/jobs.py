@@ -24,7 +24,7 @@ from jupyter_air.error_kinds import REFUSED_ELSEWHERE
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.workloads.jobs.errors import JobNotFound, NotActive, OutOfRange, SubmitError, invalid
-from jupyter_air.workloads.state.ledger import GpuLedger, shared_gpus
+from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
 from jupyter_air.workloads.state.permissions import (
     Caller,
@@ -34,6 +34,7 @@ from jupyter_air.workloads.state.permissions import (
     grant_problems,
     job_target,
 )
+from jupyter_air.workloads.state.quota import shared_gpus
 from jupyter_air.workloads.state.records import Attempt, Job
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor import ray_jobs

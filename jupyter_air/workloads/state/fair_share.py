@@ -23,6 +23,7 @@ class Claim:
     submitted_ms: int = 0  # set by the ledger when the claim comes
     gpus: tuple[int, ...] | None = None
     granted_ms: int | None = None
+    pool: str = ""  # whose GPUs: "" for this machine's, else a Ray cluster's (Ray places them on its nodes)
 
     @property
     def held(self) -> bool:
@@ -103,5 +104,7 @@ def reason(position: int, claim: Claim, holders: Sequence[Claim], now_ms: int | 
 
 def _holder(claim: Claim, now_ms: int | None) -> str:
     since = time.strftime("%H:%M", time.localtime((claim.granted_ms or now_ms or 0) / 1000))
+    if claim.pool:  # a cluster's GPUs have no index until Ray places them
+        return f"{claim.user}'s {claim.kind} {claim.label} since {since} ({claim.count} of {claim.pool})"
     gpus = ",".join(map(str, claim.gpus or ()))
     return f"{claim.user}'s {claim.kind} {claim.label} since {since} (GPU {gpus})"

@@ -5,6 +5,10 @@ they are free and its turn has come (:mod:`~jupyter_air.workloads.state.fair_sha
 A claim names the process that waits for or holds it: a claim whose process is gone (killed, its machine restarted)
 is dropped by the next look at the ledger, once no process of its work is left, so nothing holds a GPU for work
 that is gone and no GPU is given while work that was killed halfway still runs on it.
+
+A Ray cluster's GPUs are a pool of their own in the same ledger (a claim's ``pool`` names the cluster): its claims
+are admitted by the same order and quotas against the cluster's GPU count, and Ray then places what was admitted on
+its nodes. The fair share counts a user's use on this machine and on clusters alike.
 """
 
 from __future__ import annotations
@@ -19,68 +23,13 @@ from dataclasses import dataclass
 from jupyter_air import procs
 from jupyter_air.workloads.state import fair_share
 from jupyter_air.workloads.state.fair_share import Claim, Use
+from jupyter_air.workloads.state.quota import GPU_QUOTA_ENV, Quota, QuotaExceeded, shared_gpus
 from jupyter_air.workloads.state.records import JOB_MARKER, now_ms
 from jupyter_air.workloads.state.store import JobStore
 
-#: The most GPUs one user's work holds at once on this machine (unset: no limit); a larger claim is refused.
-GPU_QUOTA_ENV = "AIR_GPU_QUOTA"
-#: The most claims one user has waiting for GPUs in the queue (unset: no limit); the next one is refused.
-QUEUE_QUOTA_ENV = "AIR_QUEUE_QUOTA"
-#: GPUs (indexes, comma-separated) that any number of claims may hold at once, given once no other GPU is free.
-SHARED_GPUS_ENV = "AIR_SHARED_GPUS"
-
-
-class QuotaExceeded(RuntimeError):
-    """A claim refused by a quota (the message names it)."""
-
 
 class NoSuchGpus(ValueError):
-    """A claim for more GPUs than the machine has: it could never be given."""
-
-
-@dataclass(frozen=True)
-class Quota:
-    """Per user: GPUs held at once and claims queued (None: no limit)."""
-
-    gpus: int | None = None
-    queued: int | None = None
-
-    @classmethod
-    def from_environment(cls) -> Quota:
-        return cls(_limit(GPU_QUOTA_ENV), _limit(QUEUE_QUOTA_ENV))
-
-    def refusal(self, count: int) -> str | None:
-        """Why ``count`` GPUs at once are over the GPU quota (and what to ask for instead), or None."""
-        if self.gpus is None or count <= self.gpus:
-            return None
-        return f"over the quota of {self.gpus} GPU(s) at once per user ({GPU_QUOTA_ENV}); ask for at most {self.gpus}"
-
-    def queued_refusal(self, user: str, waiting: int) -> str | None:
-        """Why one more claim of ``user``, who has ``waiting`` claims in line, is over the queue quota, or None."""
-        if self.queued is None or waiting < self.queued:
-            return None
-        return (
-            f"{user} has {waiting} claim(s) waiting for GPUs, the quota of queued work per user"
-            f" ({QUEUE_QUOTA_ENV}={self.queued}); cancel one or wait for one to start"
-        )
-
-
-def shared_gpus() -> tuple[int, ...]:
-    """``$AIR_SHARED_GPUS``: the GPUs the admin lets several claims hold at once; ValueError saying what to set."""
-    text = os.environ.get(SHARED_GPUS_ENV, "").strip()
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not all(part.isdigit() for part in parts):
-        raise ValueError(f"{SHARED_GPUS_ENV}={text!r}: expected GPU indexes separated by commas, e.g. 2,3; or unset it")
-    return tuple(sorted({int(part) for part in parts}))
-
-
-def _limit(name: str) -> int | None:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    if not text.isdigit():
-        raise ValueError(f"{name}={text!r} is not a whole number: set it to the limit per user, or unset it")
-    return int(text)
+    """A claim for more GPUs than the machine (or the Ray cluster) has: it could never be given."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +56,8 @@ class GpuLedger:
 
     def claim(self, claim: Claim, indexes: Sequence[int], pid: int | None = None) -> Admission:
         """Queue ``claim`` (once, as it comes now; a later call for the same id looks again) for GPUs among
-        ``indexes``, held by process ``pid`` (default: this one); gives it its GPUs when they are free and its turn
-        has come."""
+        ``indexes`` of its pool (a Ray cluster's: one per GPU of the cluster), held by process ``pid`` (default:
+        this one); gives it its GPUs when they are free and its turn has come."""
         pid, quota = os.getpid() if pid is None else pid, self.quota
         with self.store.transaction(immediate=True) as db:
             claims = _sweep(db, self.clock())
@@ -116,8 +65,8 @@ class GpuLedger:
                 self._check(claim, claims, indexes, quota)
                 claim = dataclasses.replace(claim, submitted_ms=self.clock())
                 db.execute(
-                    "INSERT INTO gpu_claims (claim_id, kind, user, label, count, submitted_ms, pid, pid_started)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
+                    "INSERT INTO gpu_claims (claim_id, kind, user, label, count, submitted_ms, pool, pid, pid_started)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
                     (*_columns(claim), pid, procs.start_time(pid)),
                 )
                 claims.append(claim)
@@ -152,17 +101,20 @@ class GpuLedger:
         return held, fair_share.order([c for c in claims if not c.held], hours), hours
 
     def describe(self) -> dict:
-        """The ledger as JSON: ``held`` (GPUs, since when) and ``queued`` (in order, with each one's place and
-        reason), each item's ``claim_id``, ``kind``, ``user``, ``label`` and ``count``; ``recent_gpu_hours``: each
+        """The ledger as JSON: ``held`` (GPUs, since when) and ``queued`` (in order, with each one's place in its
+        pool's line and reason), each item's ``claim_id``, ``kind``, ``user``, ``label``, ``count`` and ``pool`` (a
+        Ray cluster's claims hold GPUs of no index: Ray places them); ``recent_gpu_hours``: each
         user's use in the fair-share window, which orders the queue."""
         held, queued, hours = self._look()
         now, gpu_quota = self.clock(), self.quota.gpus
-        waiting = []
-        for position, claim in enumerate(queued, start=1):
+        waiting, places = [], {}
+        for claim in queued:
+            position = places[claim.pool] = places.get(claim.pool, 0) + 1
+            holders = [h for h in held if h.pool == claim.pool]
             item = {**_public(claim), "position": position, "submitted_ms": claim.submitted_ms}
-            waiting.append({**item, "reason": _why(position, claim, held, gpu_quota, now)})
+            waiting.append({**item, "reason": _why(position, claim, holders, gpu_quota, now)})
         return {
-            "held": [{**_public(c), "gpus": list(c.gpus), "granted_ms": c.granted_ms} for c in held],
+            "held": [{**_public(c), "gpus": _indexes(c), "granted_ms": c.granted_ms} for c in held],
             "queued": waiting,
             "recent_gpu_hours": {user: round(value, 6) for user, value in sorted(hours.items())},
             "shared_gpus": list(shared_gpus()),
@@ -171,19 +123,20 @@ class GpuLedger:
     @staticmethod
     def _check(claim: Claim, claims: list[Claim], indexes: Sequence[int], quota: Quota) -> None:
         if claim.count > len(indexes):
-            raise NoSuchGpus(f"{claim.count} GPU(s) asked for but this machine has {len(indexes)}")
+            raise NoSuchGpus(f"{claim.count} GPU(s) asked for but {claim.pool or 'this machine'} has {len(indexes)}")
         if refusal := quota.refusal(claim.count):
             raise QuotaExceeded(f"{claim.count} GPU(s) asked for, {refusal}")
-        waiting = sum(1 for c in claims if c.user == claim.user and not c.held)
+        waiting = sum(1 for c in claims if c.user == claim.user and not c.held)  # in every pool
         if refusal := quota.queued_refusal(claim.user, waiting):
             raise QuotaExceeded(refusal)
 
     def _admit(
         self, db: sqlite3.Connection, claims: list[Claim], indexes: Sequence[int], claim_id: str, gpu_quota: int | None
     ) -> Admission:
-        now = self.clock()
+        now, mine = self.clock(), next(c for c in claims if c.claim_id == claim_id)
+        claims = [c for c in claims if c.pool == mine.pool]  # another pool's GPUs are none of these
         held = [c for c in claims if c.held]
-        shared = [i for i in shared_gpus() if i in indexes]
+        shared = [i for i in shared_gpus() if i in indexes] if not mine.pool else []
         taken = {g for c in held for g in c.gpus} | set(shared)
         hours = _recent_hours(db, claims, now)
         ordered = fair_share.order([c for c in claims if not c.held], hours)
@@ -193,7 +146,6 @@ class GpuLedger:
             db.execute(
                 "UPDATE gpu_claims SET gpus = ?, granted_ms = ? WHERE claim_id = ?", (json.dumps(gpus), now, granted)
             )
-        mine = next(c for c in claims if c.claim_id == claim_id)
         if mine.held or claim_id in given:
             return Admission(mine.gpus or given[claim_id])
         waiting = [c for c in ordered if c.claim_id not in given]
@@ -226,11 +178,17 @@ def _public(claim: Claim) -> dict:
         "user": claim.user,
         "label": claim.label,
         "count": claim.count,
+        "pool": claim.pool,
     }
 
 
+def _indexes(claim: Claim) -> list[int]:
+    """The GPUs a held claim names: this machine's indexes (a cluster's claim holds a count: Ray places it)."""
+    return [] if claim.pool else list(claim.gpus)
+
+
 def _columns(claim: Claim) -> tuple:
-    return claim.claim_id, claim.kind, claim.user, claim.label, claim.count, claim.submitted_ms
+    return claim.claim_id, claim.kind, claim.user, claim.label, claim.count, claim.submitted_ms, claim.pool
 
 
 def _sweep(db: sqlite3.Connection, now: int) -> list[Claim]:
@@ -246,7 +204,8 @@ def _sweep(db: sqlite3.Connection, now: int) -> list[Claim]:
             _drop(db, row["claim_id"], now)
             continue
         gpus = json.loads(row["gpus"]) if row["gpus"] else None
-        fields = {k: row[k] for k in ("claim_id", "kind", "user", "label", "count", "submitted_ms", "granted_ms")}
+        names = ("claim_id", "kind", "user", "label", "count", "submitted_ms", "granted_ms", "pool")
+        fields = {k: row[k] for k in names}
         claims.append(Claim(**fields, gpus=tuple(gpus) if gpus is not None else None))
     db.execute("DELETE FROM gpu_use WHERE end_ms < ?", (now - fair_share.WINDOW_MS,))
     return claims

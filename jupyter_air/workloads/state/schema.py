@@ -95,7 +95,8 @@ CREATE TABLE IF NOT EXISTS gpu_claims (
     submitted_ms INTEGER NOT NULL,
     granted_ms INTEGER,
     pid INTEGER NOT NULL,
-    pid_started REAL
+    pid_started REAL,
+    pool TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS gpu_use (
     user TEXT NOT NULL,
@@ -114,6 +115,7 @@ CREATE TABLE IF NOT EXISTS driver_ticks (
 _ADDED_COLUMNS = {
     "jobs": {"tracking_uri": "TEXT", "ray_job_url": "TEXT", "ray_status": "TEXT"},
     "attempts": {"nodes": "TEXT"},
+    "gpu_claims": {"pool": "TEXT NOT NULL DEFAULT ''"},
 }
 
 

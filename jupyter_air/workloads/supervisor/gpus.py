@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from jupyter_air.gpu.sources import opened
-from jupyter_air.workloads.state.ledger import Quota
+from jupyter_air.workloads.state.quota import Quota
 
 _TYPE = re.compile(r"^GPU_(?:(\d+)x)?(\S+)$")
 

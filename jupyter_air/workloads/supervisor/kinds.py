@@ -22,12 +22,8 @@ KINDS_GROUP = "jupyter_air.kinds"
 Runners = dict[str, Callable[[AttemptContext], AttemptRunner]]
 
 
-def _ray_nodes(context: AttemptContext):
-    return RayNodes(context.spec, context.job_dir, context.attempt, context.marker, context.umask)
-
-
 #: The ``command`` kind's runners; the places are ``local`` (this machine) and ``ray`` (nodes of a cluster).
-COMMAND: Runners = {"local": LocalNodes, "ray": _ray_nodes}
+COMMAND: Runners = {"local": LocalNodes, "ray": RayNodes}
 
 
 @functools.cache  # installed packages do not change under a running process: one look per kind (20 ms each)

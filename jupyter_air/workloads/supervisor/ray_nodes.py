@@ -13,11 +13,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 from jupyter_air import procs
 from jupyter_air.cluster import node_run
-from jupyter_air.cluster.connect import connect, ray_module
+from jupyter_air.cluster.connect import connect, gpu_pool, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import REPLY_SECONDS, NodeGroup, bundle
 from jupyter_air.home import private_dir
@@ -26,6 +25,7 @@ from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.workloads.state.logs import OUTPUT, TIMESTAMPS, node_dir
 from jupyter_air.workloads.supervisor.agent import WorkloadAgent
+from jupyter_air.workloads.supervisor.runners import AttemptContext, reserve_gpus
 
 
 class RayNodes:
@@ -34,25 +34,30 @@ class RayNodes:
     pid: int | None = None
     started: float | None = None
 
-    def __init__(self, spec: dict, job_dir: Path, attempt: int, marker: dict[str, str], umask: int | None):
-        compute = spec["compute"]
+    def __init__(self, context: AttemptContext):
+        spec, compute = context.spec, context.spec["compute"]
+        self.context = context
         self.spec = spec
         self.address = compute["ray_address"]
         self.count = compute["num_nodes"]
         self.gpus = compute["gpus_per_node"]
-        self.marker = marker
-        self.umask = umask
-        self.log_dirs = [node_dir(job_dir, attempt, i) for i in range(self.count)]
+        self.marker = context.marker
+        self.umask = context.umask
+        self.log_dirs = [node_dir(context.job_dir, context.attempt, i) for i in range(self.count)]
         self.work: node_run.NodeRun | None = None
         self.problem: str | None = None
 
     def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
-        """Reserve one bundle per node and start their actors (False when canceled while waiting for them).
+        """Take the job's turn for the cluster's GPUs in the GPU ledger (kept for the whole job), then reserve one
+        bundle per node and start their actors (False when canceled while waiting for either).
 
         Raises a ClusterError, before any run exists, when the cluster cannot be joined, can never hold the
         nodes, or spans hosts the tracking store cannot be reached from.
         """
         connect(self.address)
+        pool, size = gpu_pool()
+        if reserve_gpus(self.context, cancel, note, self.count * self.gpus, pool, range(size)) is None:
+            return False
 
         def check_hosts(hosts: list[str]) -> None:
             check_tracking(hosts, driver_host(), tracking_uri(), f"this workload on {self.count} node(s)")

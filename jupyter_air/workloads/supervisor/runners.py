@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -19,8 +19,9 @@ from typing import Protocol
 from jupyter_air import procs
 from jupyter_air.cluster.errors import ClusterError
 from jupyter_air.workloads.state.fair_share import Claim
-from jupyter_air.workloads.state.ledger import GpuLedger, NoSuchGpus, QuotaExceeded
+from jupyter_air.workloads.state.ledger import GpuLedger, NoSuchGpus
 from jupyter_air.workloads.state.logs import node_dir
+from jupyter_air.workloads.state.quota import QuotaExceeded
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor.gpus import cuda_environment, node_gpus
 from jupyter_air.workloads.supervisor.node import NodeProcess, missing_program
@@ -143,23 +144,32 @@ class LocalNodes:
             self.process.finish()
 
 
-def reserve_gpus(context: AttemptContext, cancel: threading.Event, note: Callable[[str], None]) -> list[int] | None:
-    """GPU indexes of this machine held for the whole job, from the machine's GPU ledger; while its turn has not
-    come, the job waits (PENDING) saying its place in line and who holds the GPUs; None when canceled meanwhile."""
-    count = context.spec["compute"]["num_accelerators"]
+def reserve_gpus(
+    context: AttemptContext,
+    cancel: threading.Event,
+    note: Callable[[str], None],
+    count: int | None = None,
+    pool: str = "",
+    indexes: Sequence[int] | None = None,
+) -> list[int] | None:
+    """GPU indexes of this machine held for the whole job, from the machine's GPU ledger (with ``pool``: ``count``
+    of a Ray cluster's ``indexes``, which Ray then places); while its turn has not come, the job waits (PENDING)
+    saying its place in line and who holds the GPUs; None when canceled meanwhile."""
+    count = context.spec["compute"]["num_accelerators"] if count is None else count
     if count == 0:
         return []
 
     ledger = GpuLedger(context.store)
-    claim = Claim(context.job_run_id, "job", context.owner, context.job_run_id, count)
-    indexes = node_gpus().indexes
+    claim = Claim(context.job_run_id, "job", context.owner, context.job_run_id, count, pool=pool)
+    indexes = list(node_gpus().indexes if indexes is None else indexes)
     while not cancel.is_set():
         try:
             admission = ledger.claim(claim, indexes)
         except (NoSuchGpus, QuotaExceeded) as exc:
             raise ClusterError(str(exc)) from None
         if admission.gpus is not None:
-            context.store.update(context.job_run_id, gpus=list(admission.gpus))
+            if not pool:  # a cluster's GPUs are Ray's to name
+                context.store.update(context.job_run_id, gpus=list(admission.gpus))
             return list(admission.gpus)
         note(f"waiting for GPUs: {admission.reason}")
         cancel.wait(GPU_WAIT_POLL_SECONDS)

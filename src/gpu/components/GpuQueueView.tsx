@@ -24,7 +24,9 @@ export function GpuQueueView(props: IGpuQueueViewProps): JSX.Element {
         {held.map(claim => (
           <li key={claim.claim_id} className="jp-Air-queue-held" data-claim-id={claim.claim_id}>
             <span className="jp-Air-queue-gpus">
-              {trans._n('GPU %2', 'GPUs %2', claim.gpus.length, claim.gpus.join(','))}
+              {claim.pool
+                ? trans._n('%1 GPU of %2', '%1 GPUs of %2', claim.count, claim.pool)
+                : trans._n('GPU %2', 'GPUs %2', claim.gpus.length, claim.gpus.join(','))}
             </span>
             <span className="jp-Air-queue-what">{what(claim)}</span>
             <span className="jp-Air-queue-since">

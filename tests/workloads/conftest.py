@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 from workload_helpers import make_air
+
+from jupyter_air.tracking import resident
 
 
 @pytest.fixture(scope="session")
@@ -14,6 +19,22 @@ def local_tracking_uri(tmp_path_factory) -> str:
 
     MlflowClient(uri).search_experiments()
     return uri
+
+
+@pytest.fixture(scope="session")
+def local_store_server(local_tracking_uri, tmp_path_factory) -> Path:
+    """The record of a resident MLflow server of the session's local store, answering: a Jupyter server's UI starts
+    one for its store, and the job supervisors of an AIR_HOME that records it take its REST API instead of importing
+    MLflow (about 2.4 CPU-seconds each). Stopped at the session's end with the other resident processes."""
+    home = tmp_path_factory.mktemp("local-store-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIR_HOME", str(home))
+        server = resident.ensure(local_tracking_uri)
+        deadline = time.monotonic() + 120
+        while not server.answers() and server.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server.answers(), "the local store's resident MLflow server did not answer"
+        return resident.record_path(local_tracking_uri, home)
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +48,15 @@ def tracking_uri(request) -> str:
 
 
 @pytest.fixture
-def air(tmp_path, tracking_uri, monkeypatch):
-    """A fresh AIR_HOME per test; in-process `main()` calls see the same environment."""
+def air(request, tmp_path, tracking_uri, monkeypatch):
+    """A fresh AIR_HOME per test; in-process `main()` calls see the same environment. In a `local_store` module it
+    records the local store's resident server (:func:`local_store_server`), as a Jupyter server's UI would have
+    started it."""
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
-    yield from make_air(tmp_path / "air", tracking_uri)
+    local = request.node.get_closest_marker("local_store") is not None
+    server = request.getfixturevalue("local_store_server") if local else None
+    yield from make_air(tmp_path / "air", tracking_uri, server)
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -152,13 +153,19 @@ def embedded(home: Path) -> Air:
     return air
 
 
-def make_air(home: Path, tracking_uri: str):
-    """An `Air` for `home` that, on teardown, fails if any of its processes is left (and kills them)."""
+def make_air(home: Path, tracking_uri: str, server: Path | None = None):
+    """An `Air` for `home` that, on teardown, fails if any of its processes is left (and kills them); ``server``: the
+    record of a resident MLflow server of the store that `home` uses (shared, so never stopped here)."""
     air = Air(home, tracking_uri)
+    if server is not None:
+        home.mkdir(mode=0o700, exist_ok=True)
+        shutil.copy(server, home / server.name)
     yield air
     if (home / "jobs.db").exists():
         air("cancel", "--all")
     air.assert_no_processes()
+    if server is not None:
+        (home / server.name).unlink(missing_ok=True)
     from resident_servers import stop_all
 
     stop_all(home)

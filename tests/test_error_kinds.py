@@ -11,7 +11,8 @@ from jupyter_air.home import AirHomeError, UnusableDatabase
 from jupyter_air.server.model_errors import http_error
 from jupyter_air.tracking.run_pages import QueryError
 from jupyter_air.tracking.sharing import ShareError
-from jupyter_air.workloads.jobs.jobs import JobNotFound, NotActive, OutOfRange, SubmitError
+from jupyter_air.workloads.jobs.errors import OutOfRange
+from jupyter_air.workloads.jobs.jobs import JobNotFound, NotActive, SubmitError
 from jupyter_air.workloads.schedules.schedules import ScheduleNotFound
 from jupyter_air.workloads.schedules.tick import Busy
 from jupyter_air.workloads.state.logs import BadOffset

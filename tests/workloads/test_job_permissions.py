@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_air.workloads.jobs.jobs import NotActive, OutOfRange, Resolved
+from jupyter_air.workloads.jobs.errors import OutOfRange
+from jupyter_air.workloads.jobs.jobs import NotActive, Resolved
 from jupyter_air.workloads.schedules.schedules import ScheduleNotFound, Schedules
 from jupyter_air.workloads.schedules.tick import Busy, run_now
 from jupyter_air.workloads.state.permissions import BadGrant, Caller, Forbidden

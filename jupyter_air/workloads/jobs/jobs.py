@@ -23,9 +23,10 @@ from jupyter_air.cluster.errors import ClusterError
 from jupyter_air.error_kinds import REFUSED_ELSEWHERE
 from jupyter_air.home import air_home, air_home_path, open_private
 from jupyter_air.tracking.store import tracking_uri
-from jupyter_air.workloads.jobs.errors import JobNotFound, NotActive, OutOfRange, SubmitError, invalid
+from jupyter_air.workloads.jobs import job_logs
+from jupyter_air.workloads.jobs.errors import JobNotFound, NotActive, SubmitError, invalid
 from jupyter_air.workloads.state.ledger import GpuLedger
-from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, node_dir, read_chunk
+from jupyter_air.workloads.state.logs import CHUNK_BYTES, OUTPUT, node_dir
 from jupyter_air.workloads.state.permissions import (
     Caller,
     Directory,
@@ -35,7 +36,7 @@ from jupyter_air.workloads.state.permissions import (
     job_target,
 )
 from jupyter_air.workloads.state.quota import shared_gpus
-from jupyter_air.workloads.state.records import Attempt, Job
+from jupyter_air.workloads.state.records import Job
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor import ray_jobs
 from jupyter_air.workloads.supervisor.control import cancel, reap
@@ -246,48 +247,13 @@ class Jobs:
         """The log of ``node`` of ``attempt`` (-1: the latest) from byte ``offset``: whole lines, at most ``limit``
         bytes, and the offset to ask for next (``complete`` once the attempt ended and everything was read)."""
         job = self.get(job_run_id, "logs")
-        chosen = self.attempt(job, attempt, node)
-        finished = chosen.ended_ms is not None
-        chunk = read_chunk(self.log_dir(job, chosen.attempt, node), offset, finished, limit)
-        return {
-            "job_run_id": job.job_run_id,
-            "job_status": job.status,
-            "attempt": chosen.attempt,
-            "attempt_status": chosen.status,
-            "node": node,
-            "offset": offset,
-            "next_offset": chunk.next_offset,
-            "size_bytes": chunk.size_bytes,
-            "complete": finished and chunk.next_offset == chunk.size_bytes,
-            "text": chunk.text,
-        }
+        return job_logs.page(job, self.home / "jobs" / job.job_run_id, attempt, node, offset, limit)
 
     def log_file(self, job_run_id: str, attempt: int = -1, node: int = 0) -> tuple[Path, int]:
         """The whole log file of ``node`` of ``attempt`` (-1: the latest) and the attempt's number."""
         job = self.get(job_run_id, "logs")
-        chosen = self.attempt(job, attempt, node)
+        chosen = job_logs.choose(job, attempt, node)
         return self.log_dir(job, chosen.attempt, node) / OUTPUT, chosen.attempt
 
     def log_dir(self, job: Job, attempt: int, node: int) -> Path:
         return node_dir(self.home / "jobs" / job.job_run_id, attempt, node)
-
-    @staticmethod
-    def attempt(job: Job, attempt: int, node: int) -> Attempt:
-        """Attempt ``attempt`` (-1: the latest) of ``job``, checking it has ``node``; OutOfRange says what it has."""
-        nodes = job.num_nodes
-        if not 0 <= node < nodes:
-            raise OutOfRange(
-                f"job run {job.job_run_id} has {nodes} node(s) (0 to {nodes - 1}); there is no node {node}"
-            )
-        if not job.attempts:
-            raise OutOfRange(f"job run {job.job_run_id} has no attempt yet (it is {job.status})")
-        if attempt == -1:
-            return job.attempts[-1]
-        found = next((a for a in job.attempts if a.attempt == attempt), None)
-        if found is None:
-            count = len(job.attempts)
-            raise OutOfRange(
-                f"job run {job.job_run_id} has {count} attempt(s) (0 to {count - 1}, -1 for the latest); "
-                f"there is no attempt {attempt}"
-            )
-        return found

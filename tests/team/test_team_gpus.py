@@ -1,10 +1,14 @@
 """On a team's hub, users' notebook calls take their GPUs from the air-jobs service's ledger, the one the team's jobs
-take theirs from: alice's call waits behind bob's job, as alice, and nobody else can end her claim."""
+take theirs from: alice's call waits behind bob's job, as alice, and nobody else can end her claim; three users'
+jobs and calls at once never get the same GPU."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -124,3 +128,53 @@ async def test_the_gpu_panels_queue_is_the_teams_in_bobs_jupyter_server(team, jp
         assert [(c["user"], c["label"], c["gpus"]) for c in shown["held"]] == [("alice", "alices-notebook", [1])]
     finally:
         assert call(team, "alice", "DELETE", "gpus/claims/call-0123456789ab")[0] == 200
+
+
+#: A call in a user's kernel: holds 1 GPU from the team's ledger, notes what it saw, holds it a second, gives it back.
+CALL = """
+import sys, time
+from jupyter_air.training import gpu_claim
+held = gpu_claim.take(1, 0, "mixed-call", True, lambda what: None)
+start = time.time()
+time.sleep(1)
+with open(sys.argv[1], "a") as out:
+    out.write(f"{start} {time.time()} {held.environment['CUDA_VISIBLE_DEVICES']} {len(held.gpus)}\\n")
+held.release()
+"""
+#: A job's command: the same notes, from what its process sees.
+HOLD = 'start=$(date +%s.%N); sleep 1; echo "$start $(date +%s.%N) $CUDA_VISIBLE_DEVICES {count}" >> {out}'
+
+
+def test_three_users_jobs_and_calls_at_once_never_get_the_same_gpu(team, tmp_path):
+    # Given alice, bob and carol each sending a job (bob's on both GPUs) and making a notebook call at once, on the
+    # team's 2 GPUs
+    hub, _, tokens = team
+    seen = tmp_path / "seen.txt"
+    jobs, calls = [], []
+    for user, count in (("alice", 1), ("bob", 2), ("carol", 1)):
+        command = HOLD.format(count=count, out=seen)
+        (tmp_path / f"{user}.yaml").write_text(
+            f"experiment_name: team-gpus-mixed\ncommand: '{command}'\ncompute:\n  num_accelerators: {count}\n"
+        )
+        jobs.append((user, service(team, user).submit(tmp_path, f"{user}.yaml")))
+        env = {**os.environ, "AIR_JOBS_URL": f"{hub.url}/services/air-jobs/", "JUPYTERHUB_API_TOKEN": tokens[user]}
+        env["JUPYTER_AIR_GPU_SOURCE"] = "simulated"
+        calls.append(subprocess.Popen([sys.executable, "-c", CALL, str(seen)], env=env))
+
+    # When all of it has run
+    for user, job in jobs:
+        assert finished(service(team, user), job)["status"] == "SUCCEEDED"
+    assert [c.wait(timeout=120) for c in calls] == [0, 0, 0]
+
+    # Then every piece of work saw exactly the GPUs it asked for, and no GPU was used by two at the same time
+    spans = []
+    for line in seen.read_text().splitlines():
+        start, end, visible, count = line.split()
+        gpus = [int(g) for g in visible.split(",")]
+        assert len(gpus) == int(count), line
+        spans += [(gpu, float(start), float(end)) for gpu in gpus]
+    assert len(spans) == 1 + 2 + 1 + 3
+    for gpu in (0, 1):
+        held = sorted((start, end) for g, start, end in spans if g == gpu)
+        assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(held)), (gpu, held)
+    assert GpuLedger(JobStore(hub.folder / "air")).queue() == ([], [])

@@ -72,17 +72,18 @@ dist: install
 	$(PY) -m build --no-isolation --outdir dist .
 
 # The linters first: a finding fails `make test` (and CI) before any suite runs. Then, side by side, the Ray tests
-# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript, wheel and
-# docs builds (each target's output shown whole once it ends); then the Python tests that must run alone, and the
-# browser tests. Beside the others they did not make the gate faster on a slower day's machine (23.5 minutes against
-# 22.7-24.1 after them, every suite stretched to 18-21 minutes): they stay after them (docs/development.md).
+# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript and docs
+# builds (each target's output shown whole once it ends); then the Python tests that must run alone; then the
+# browser tests with the wheel's build beside them (the browser tests leave CPU idle, the Python suites none).
+# Beside the Python suites the browser tests did not make the gate faster on a slower day's machine (23.5 minutes
+# against 22.7-24.1 after them, every suite stretched to 18-21 minutes): they stay after them (docs/development.md).
 test: install chromium
 	$(MAKE) lint
 	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local test-other
 	$(MAKE) test-py-alone
-	$(MAKE) test-ui
+	$(MAKE) -j 2 --output-sync=target test-ui test-dist
 
-test-other: test-js test-dist docs
+test-other: test-js docs
 
 lint: lint-py lint-js
 

@@ -100,13 +100,12 @@ class ClusterCall:
         def check_hosts(hosts: list[str]) -> None:
             check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
 
-        kept = Kept.take(self._key)
-        held = self._admitted(gpus * self.nodes, note, kept)
+        self.group = Kept.take(self._key)  # cleanup() closes it should the call not start (refused, canceled)
+        held = self._admitted(gpus * self.nodes, note, self.group)
         if held is None:
             return False
         self.held = held  # given back by cleanup()
-        self.group = kept if kept is not None and not kept.closed else None
-        if self.group is None:
+        if self.group is None or self.group.closed:
             note(f"placing {self.nodes} nodes with {describe_bundle(share)} each")
             self.group = NodeGroup.place(
                 TrainingAgent,

@@ -224,6 +224,18 @@ def test_a_call_takes_its_turn_for_the_clusters_gpus_behind_a_workload_holding_t
     assert not waiting.is_alive()
     assert [len(seen.split(",")) for seen in results[0]] == [1, 1]
     assert ledger.describe()["held"] == []  # the nodes kept for the next call hold no claim
+    assert actor_processes("TrainingAgent")
+
+    # When another workload takes the GPUs in the ledger (it waits in Ray for the kept nodes) and the next call of the
+    # same shape, not waiting, is refused
+    second = air.submit(path, "--ray-address", ray_cluster.address)
+    air.wait(second, until=lambda job: "waiting for 2 node(s)" in (job["error"] or ""), timeout=120)
+    with pytest.raises(GpusBusy, match=rf"held by \S+'s job {second}"):
+        impatient.distributed()
+
+    # Then the refused call freed the kept nodes, and the workload runs on them
+    air.wait(second, until=lambda job: "started" in air("logs", second, "--node", "1").stdout, timeout=180)
+    air.json("cancel", second)
     release_nodes()
-    assert nothing_left(job_run_id)
+    assert nothing_left(job_run_id) and nothing_left(second)
     Launcher.close()  # the decorator's warm-up started this process's fork server, as in a kernel

@@ -15,7 +15,7 @@ from jupyter_air.tracking import store as air_store
 from jupyter_air.tracking.links import NO_LINKS, links, public_url
 from jupyter_air.tracking.proxy import mlflow_server
 from jupyter_air.tracking.system_metrics import SystemMetrics
-from jupyter_air.tracking.ui_server import server_args
+from jupyter_air.tracking.ui_server import server_env
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -115,20 +115,22 @@ def test_public_url_comes_from_air_public_url_then_jupyterhub():
     assert public_url({}) == (None, None)
 
 
-def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home, tmp_path):
+def test_proxy_spec_serves_the_same_store_on_a_unix_socket(store, air_home):
     # Given the embedded store, When jupyter-server-proxy asks for the MLflow server spec
     spec = mlflow_server()
 
     # Then it proxies to a Unix socket (the resident server's, set per request), with no port or command of its own
     assert spec["unix_socket"] and "port" not in spec and "command" not in spec
     assert spec["absolute_url"] is False
-    # And that server serves this store, with artifacts (proxied uploads too) under AIR_HOME, on that socket only
-    socket = tmp_path / "mlflow.sock"
-    args = server_args(air_store.tracking_uri(), socket, tmp_path / "logging.json")
-    assert args[args.index("--backend-store-uri") + 1] == air_store.tracking_uri()
-    assert args[args.index("--default-artifact-root") + 1] == str(air_home / "mlartifacts")
-    assert args[args.index("--artifacts-destination") + 1] == str(air_home / "mlartifacts")
-    assert f"--uds {socket}" in args[args.index("--uvicorn-opts") + 1]
+    # And that server serves this store and its registry, with artifacts (proxied uploads too) under AIR_HOME
+    env = server_env(air_store.tracking_uri())
+    assert env["_MLFLOW_SERVER_FILE_STORE"] == env["_MLFLOW_SERVER_REGISTRY_STORE"] == air_store.tracking_uri()
+    assert (
+        env["_MLFLOW_SERVER_ARTIFACT_ROOT"]
+        == env["_MLFLOW_SERVER_ARTIFACT_DESTINATION"]
+        == str(air_home / "mlartifacts")
+    )
+    assert env["_MLFLOW_SERVER_SERVE_ARTIFACTS"] == "true"
 
 
 class FakeGpuSource:

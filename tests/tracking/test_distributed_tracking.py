@@ -91,8 +91,11 @@ def test_run_links(store, monkeypatch, tmp_path):
     assert link_from_child({**env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'other.db'}"}) == "None"
 
     # And a script outside any Jupyter server links to a running server on the same store, in full
-    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    up = "print('up', flush=True); import time; time.sleep(60)"
+    server = subprocess.Popen([sys.executable, "-c", up], env=env, stdout=subprocess.PIPE, text=True)
     try:
+        # (once it runs: on a busy machine its environment reads empty for a moment after it was started)
+        assert server.stdout.readline() == "up\n"
         (runtime / f"jpserver-{server.pid}.json").write_text(
             json.dumps({"pid": server.pid, "base_url": "/", "url": "http://127.0.0.1:8888/"})
         )

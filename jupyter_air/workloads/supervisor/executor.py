@@ -142,7 +142,9 @@ class RayJobExecutor(RayExecutor):
     """The supervisor as a Ray Job of the cluster (its submission id is the job run id), attempts on its nodes.
 
     Ray's status of the job is the truth while Ray knows the job: it is mirrored into the store (``ray_status``),
-    and a job Ray has ended while the store says it runs is failed (or canceled) for its supervisor.
+    and a job Ray has ended while the store says it runs is failed (or canceled) for its supervisor. While the
+    supervisor (Ray's driver of the job, pinned to this machine) runs here, Ray's status is RUNNING, as the
+    supervisor recorded it: a look then asks Ray nothing (a process asking Ray imports it: about 2 CPU-seconds).
     """
 
     name = "ray-job"
@@ -166,6 +168,8 @@ class RayJobExecutor(RayExecutor):
     def gone(self, store: JobStore, job: Job) -> str | None:
         if job.ray_job_url is None:  # not submitted (yet): as a detached supervisor would be
             return super().gone(store, job)
+        if self._driving(job):
+            return None
         seen = self._mirror(store, job)
         if seen is None:  # the job server cannot be asked now: the supervisor runs on this machine, look there
             return super().gone(store, job) if job.supervisor_pid else None
@@ -182,8 +186,14 @@ class RayJobExecutor(RayExecutor):
         super().stop_leftovers(job)
 
     def observe(self, store: JobStore, job: Job) -> None:
-        if job.ray_job_url is not None and job.ray_status in ray_jobs.ACTIVE:  # Ray's last word is not in yet
-            self._mirror(store, job)
+        if job.ray_job_url is not None and job.ray_status in ray_jobs.ACTIVE and not self._driving(job):
+            self._mirror(store, job)  # Ray's last word is not in yet
+
+    @staticmethod
+    def _driving(job: Job) -> bool:
+        """True while the job's supervisor, having said Ray runs it, is alive here."""
+        alive = job.supervisor_pid is not None and procs.is_alive(job.supervisor_pid, job.supervisor_started)
+        return alive and job.ray_status == "RUNNING"
 
     @staticmethod
     def _mirror(store: JobStore, job: Job) -> ray_jobs.RayJobState | None:

@@ -248,7 +248,8 @@ class Supervisor:
 def main(argv: list[str]) -> None:
     """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
     AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
-    from the job's folder, this process's PID recorded for a look at it when Ray cannot be asked)."""
+    from the job's folder, this process's PID and Ray's status RUNNING recorded: a look at the job asks Ray
+    only once this process is gone)."""
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -257,7 +258,9 @@ def main(argv: list[str]) -> None:
         store = JobStore(Path(home[0]))
         saved = json.loads((store.job_dir(job_run_id) / ENVIRONMENT_FILE).read_text())
         os.environ.update({k: v for k, v in saved.items() if not k.startswith("RAY_")})
-        store.update(job_run_id, supervisor_pid=os.getpid(), supervisor_started=procs.start_time(os.getpid()))
+        # the Ray Job's driver: while it runs, Ray's status of the job is RUNNING (observers need not ask Ray)
+        me = {"supervisor_pid": os.getpid(), "supervisor_started": procs.start_time(os.getpid())}
+        store.update(job_run_id, ray_status="RUNNING", **me)
     else:
         store = JobStore(air_home())
     load_service_secrets()  # on the team's job service: its credentials, in memory only

@@ -120,13 +120,14 @@ check: install
 test-js:
 	jlpm test
 
-# The documentation site (Sphinx, MyST Markdown, the PyData theme) in docs/_build/html; any warning fails it.
-docs: install
+# The documentation site (Sphinx, MyST Markdown, the PyData theme) in docs/_build/html; any warning fails it. It needs
+# the package installed, not the frontend built again (`make test` built it once, before the suites).
+docs: $(VENV)/.air-installed
 	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
-# Builds the wheel from a fresh clone of HEAD as `pip install git+...` does, installs it into a fresh venv outside
-# the repository and checks it works there.
-test-dist: install
+# Builds the wheel from a fresh clone of HEAD as `pip install git+...` does (its own production build of the
+# frontend), installs it into a fresh venv outside the repository and checks it works there.
+test-dist: $(VENV)/.air-installed
 	$(PY) -m pytest -q -m dist
 
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).

@@ -93,7 +93,7 @@ def server_env(uri: str) -> dict[str, str]:
 
 def serve(uri: str, socket: Path, logging_config: dict) -> None:
     """MLflow's server app for store ``uri`` on the Unix socket only, one worker, in this process (``mlflow server``
-    would import MLflow a second time in a uvicorn process of its own: about 3 CPU-seconds and 100 MiB more)."""
+    would import MLflow a second time in a uvicorn process of its own: about 3 CPU-seconds and 240 MiB more)."""
     os.environ.update(server_env(uri))
     import uvicorn
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.bench_server_exit import rss_mib
 from jupyter_air.tracking import resident
 from jupyter_air.tracking.store import prepare_store, tracking_uri
 
@@ -34,7 +35,7 @@ def _figures(pid: int, server: resident.Server) -> tuple[float, float, float]:
     seconds = time.monotonic() - started
     tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
     cpu = sum(sum(p.cpu_times()[:2]) for p in tree)
-    rss = sum(p.memory_info().rss for p in tree) / 2**20
+    rss = rss_mib(pid)
     for process in reversed(tree):
         process.send_signal(signal.SIGTERM)
     psutil.wait_procs(tree, 30)

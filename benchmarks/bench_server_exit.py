@@ -36,7 +36,8 @@ def _left(home: Path) -> list[psutil.Process]:
     return found
 
 
-def _rss_mib(pid: int) -> float:
+def rss_mib(pid: int) -> float:
+    """The memory (RSS, MiB) of ``pid`` and every process below it."""
     proc = psutil.Process(pid)
     return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
 
@@ -62,8 +63,8 @@ def one_exit(home: Path) -> dict[str, float]:
         wait_for(lambda: _zygote(home) is not None, 120)
         mlflow_server = resident.read(resident.record_path(resident.embedded_uri(home), home))
         figures = {
-            "mlflow_server_mib": _rss_mib(mlflow_server.pid),
-            "zygote_mib": _rss_mib(_zygote(home)),
+            "mlflow_server_mib": rss_mib(mlflow_server.pid),
+            "zygote_mib": rss_mib(_zygote(home)),
         }
         stopped = time.perf_counter()
         server.send_signal(signal.SIGTERM)

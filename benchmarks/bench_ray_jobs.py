@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ray_cluster import LocalCluster  # sets the environment Ray reads before Ray is imported
+from ray_cluster import LocalCluster, free_parked  # sets the environment Ray reads before Ray is imported
 
 from benchmarks.baseline import stop_resident_servers
 
@@ -122,12 +122,12 @@ def remote_vs_local(cluster: LocalCluster) -> None:
             with contextlib.redirect_stdout(io.StringIO()):  # the run card, as text
                 results = call.distributed(remote=remote)
             assert results == [None, None], results
-            if round_:  # round 0 warms up: this process joins the cluster, the local call's actors start
+            if round_:  # round 0 warms up: this process joins the cluster, both calls' actors start
                 timed[remote].append(time.perf_counter() - started)
     local = statistics.median(timed[False])
     print(f"a no-op call on 2 nodes x 1 rank, call -> results, {ROUNDS} rounds (baseline: this process drives it):")
     print(_row(".distributed(): this process drives the nodes (their actors kept)", timed[False], local))
-    print(_row(".distributed(remote=True): a supervisor here drives them, new actors", timed[True], local))
+    print(_row(".distributed(remote=True): a supervisor here drives them, parked actors", timed[True], local))
 
 
 def _warm_zygote() -> None:
@@ -178,6 +178,7 @@ def main() -> None:
             remote_vs_local(cluster)
             cancel_two_nodes(cluster, folder)
         finally:
+            free_parked(cluster.address)  # and their keepers
             cluster.shutdown()
             stop_resident_servers(folder)
 

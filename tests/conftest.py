@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from fake_pynvml import FakeGpu, FakeNvml
-from ray_cluster import LocalCluster, free_port  # at once: the environment Ray reads, before anything imports Ray
+
+# at once: the environment Ray reads, before anything imports Ray
+from ray_cluster import LocalCluster, free_parked, free_port
 
 pytest_plugins = ["pytest_jupyter.jupyter_server", "store_fixtures", "signal_guard"]
 
@@ -156,12 +158,13 @@ def ray_cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ray_driver():
-    """At the end of a module, free the nodes kept for the next call and leave the cluster: later tests run in a
-    process that is no Ray driver (no Ray socket, no actor holding GPUs)."""
+def ray_driver(ray_cluster):
+    """At the end of a module, free the nodes kept for the next call (a kernel's, and any a remote call parked) and
+    leave the cluster: later tests run in a process that is no Ray driver (no Ray socket, no actor holding GPUs)."""
     yield
     from jupyter_air.cluster.connect import disconnect
     from jupyter_air.training import release_nodes
 
     release_nodes()
+    free_parked(ray_cluster.address)
     disconnect()

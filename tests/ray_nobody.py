@@ -11,8 +11,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-#: What ``nobody`` runs: one call to the GCS and a job submission to the job server and to a node's dashboard
-#: agent, without a token; then, given the token on stdin, the GCS call and a read of the job list with it.
+#: What ``nobody`` runs: two calls to the GCS (one a named actor's lookup) and a job submission to the job server
+#: and to a node's dashboard agent, without a token; then, given the token on stdin, the GCS call and a read of the
+#: job list with it.
 NOBODY_CALLS = r"""
 import json, sys, urllib.error, urllib.request
 sys.path.append(sys.argv[1])  # grpc from the project's environment (world-readable)
@@ -22,10 +23,10 @@ gcs, job_server, agent = sys.argv[2:5]
 token = sys.stdin.read().strip()
 
 
-def gcs_call(metadata):
+def gcs_call(metadata, method="/ray.rpc.NodeInfoGcsService/GetClusterId"):
     channel = grpc.insecure_channel(gcs)
-    try:  # GetClusterIdRequest is empty: its serialized form is b""
-        channel.unary_unary("/ray.rpc.NodeInfoGcsService/GetClusterId")(b"", timeout=10, metadata=metadata)
+    try:  # GetClusterIdRequest is empty: its serialized form is b"" (a request with every field unset, for others)
+        channel.unary_unary(method)(b"", timeout=10, metadata=metadata)
         return "OK"
     except grpc.RpcError as exc:
         return exc.code().name
@@ -45,6 +46,7 @@ def http(method, url, headers=None):
 
 
 result = {"gcs": gcs_call(())}
+result["named_actor"] = gcs_call((), "/ray.rpc.ActorInfoGcsService/GetNamedActorInfo")  # how parked actors are found
 if job_server:
     result["job_server"] = http("POST", job_server + "/api/jobs/")
     result["agent"] = http("POST", agent + "/api/job_agent/jobs/")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -21,6 +23,8 @@ AGENT_ENV = "AIR_AGENT_ID"
 READ_LIMIT_BYTES = 1 << 20
 #: Seconds between two looks at the work while a driver waits for it to end.
 _WAIT_STEP_SECONDS = 1.0
+#: Seconds between two looks of a parked actor at its deadline.
+_PARKED_STEP_SECONDS = 1.0
 
 
 class NodeAgent:
@@ -31,6 +35,10 @@ class NodeAgent:
     ``poll(offsets) -> {"chunks": {name: bytes}, "running": bool, "failed": bool, ...}``, ``stop(grace_seconds)``,
     ``running()`` and ``join(timeout)``; :meth:`wait` and :meth:`reserve_port` are shared. One that runs a run's
     work also samples its node's metrics (:class:`~jupyter_air.tracking.node_metrics.NodeMetrics`).
+
+    A detached actor (named, outliving its driver) is parked between drivers: :meth:`park` until :meth:`claim`;
+    unclaimed for its seconds, or told to :meth:`expire`, it removes its placement group, which ends every actor of
+    the group.
     """
 
     def __init__(self, index: int):
@@ -43,6 +51,8 @@ class NodeAgent:
         raylet = guard.raylet_pid()
         self._raylet = (raylet, procs.start_time(raylet))
         os.environ.update(self.marker)  # inherited by every process started from now on
+        self._parking = threading.Lock()
+        self._parked: tuple[float, object] | None = None  # (deadline, placement group) while parked
 
     def info(self) -> dict:
         """Where this actor runs (the fields of :class:`~jupyter_air.cluster.placement.NodeInfo`)."""
@@ -76,6 +86,43 @@ class NodeAgent:
         if self._held is not None:
             self._held.close()
             self._held = None
+
+    def park(self, seconds: float, group) -> None:
+        """Wait unclaimed for the next driver; after ``seconds`` free the nodes of ``group`` (its placement group)."""
+        parked = (time.monotonic() + seconds, group)
+        with self._parking:
+            self._parked = parked
+        threading.Thread(target=self._expire_unclaimed, args=(parked,), name="air-parked", daemon=True).start()
+
+    def claim(self):
+        """Take this parked actor for a new driver: its group's placement group; None when it is not parked (another
+        driver has it)."""
+        with self._parking:
+            parked, self._parked = self._parked, None
+        return None if parked is None else parked[1]
+
+    def expire(self) -> bool:
+        """Free the group's nodes now if this actor is parked (its placement group removed: every actor of the
+        group ends, this one included); False when a driver has claimed it."""
+        with self._parking:
+            parked, self._parked = self._parked, None
+        if parked is None:
+            return False
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(parked[1])
+        return True
+
+    def _expire_unclaimed(self, parked: tuple) -> None:
+        while True:
+            time.sleep(_PARKED_STEP_SECONDS)
+            with self._parking:
+                if self._parked is not parked:
+                    return
+                due = time.monotonic() >= parked[0]
+            if due:
+                self.expire()
+                return
 
     def wait(self) -> bool:
         """Return once the work has ended: the pending answer by which the driver learns the node died."""

@@ -32,7 +32,7 @@ def _folder(home: pathlib.Path | None, create: bool = True) -> pathlib.Path:
 class Held:
     """This process's registration of the nodes it keeps; :meth:`close` once it lets them go."""
 
-    def __init__(self, nodes: list[dict], share: str, address: str, keep_seconds: float, home=None):
+    def __init__(self, nodes: list[dict], share: str, address: str, keep_seconds: float, home=None, names=None):
         folder = _folder(home)
         pid = os.getpid()
         self.path = folder / f"{pid}.json"
@@ -48,6 +48,7 @@ class Held:
             "nodes": nodes,
             "since_ms": now_ms,
             "until_ms": now_ms + int(keep_seconds * 1000),
+            **({"names": names} if names else {}),  # the parked actors a keeper process lists
         }
         staging = folder / f"{pid}.json.tmp"
         staging.unlink(missing_ok=True)
@@ -101,19 +102,18 @@ def waiting_hint(home: pathlib.Path | None = None) -> str:
         return ""
     parts = []
     for record in found:
-        who = f"notebook {record['notebook']}" if record.get("notebook") else "a Python process"
+        if record.get("names"):
+            who, how = f"remote calls' keeper (process {record['pid']})", f"free them with `kill {record['pid']}`"
+        else:
+            who = f"notebook {record['notebook']}" if record.get("notebook") else "a Python process"
+            who += f" (process {record['pid']})"
+            how = "free them with `release_nodes()` in that notebook, or by shutting down its kernel"
         names = ", ".join(n.get("hostname") or n.get("ip") or "?" for n in record.get("nodes", []))
         parts.append(
-            f"{who} (process {record['pid']}) keeps {len(record.get('nodes', []))} node(s) ({names}) since "
-            f"{_clock(record.get('since_ms'))} for its next call, until {_clock(record.get('until_ms'))}"
+            f"{who} keeps {len(record.get('nodes', []))} node(s) ({names}) since {_clock(record.get('since_ms'))} "
+            f"for its next call, until {_clock(record.get('until_ms'))}: {how}"
         )
-    if not parts:
-        return ""
-    return (
-        "; held: "
-        + "; ".join(parts)
-        + ". Free them now with `release_nodes()` in that notebook, or by shutting down its kernel"
-    )
+    return "; held: " + "; ".join(parts) if parts else ""
 
 
 def _clock(ms: int | None) -> str:

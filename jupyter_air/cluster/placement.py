@@ -27,6 +27,8 @@ ACTOR_CONCURRENCY = 4
 REPLY_SECONDS = 30.0
 #: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
 _CONFIRM_SECONDS = 2.0
+#: Ray namespace of the named, detached actors a group parks for its next user (:meth:`NodeGroup.place` ``names``).
+PARKED_NAMESPACE = "jupyter_air"
 
 
 @dataclass(frozen=True)
@@ -85,11 +87,13 @@ def why_never(count: int, share: dict[str, float]) -> str | None:
 class NodeGroup:
     """``count`` actors of ``actor_class`` (a plain class), one per node, made by :meth:`place`."""
 
-    def __init__(self, group, agents: list, infos: list[NodeInfo], share: dict[str, float]):
+    def __init__(self, group, agents: list, infos: list[NodeInfo], share: dict[str, float], named: bool = False):
         self.group = group
         self.agents = agents
         self.infos = infos
         self.share = share
+        #: Detached actors with names in :data:`PARKED_NAMESPACE`: they outlive the driver that placed them.
+        self.named = named
         self.closed = False
 
     @classmethod
@@ -104,12 +108,15 @@ class NodeGroup:
         cancelled: Callable[[], bool] = lambda: False,
         waiting: Callable[[str], None] = lambda message: None,
         check_hosts: Callable[[list[str]], None] = lambda hosts: None,
+        names: list[str] | None = None,
     ) -> NodeGroup | None:
         """Reserve one bundle per node and start the actors; None when ``cancelled()`` while waiting.
 
         Raises :class:`PlacementError` at once when the cluster is too small, or after ``wait_seconds``
         (None: wait as long as it takes) while busy nodes hold the resources. ``check_hosts`` sees each
-        bundle's host before any actor starts, and may refuse them by raising.
+        bundle's host before any actor starts, and may refuse them by raising. With ``names`` (one per node) the
+        group and its actors are detached, the actors named in :data:`PARKED_NAMESPACE`: they outlive this driver
+        until someone kills them (:meth:`close`, or the actors themselves once parked too long).
         """
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
@@ -118,7 +125,8 @@ class NodeGroup:
         never = why_never(count, share)
         if never:
             raise PlacementError(never)
-        group = placement_group([dict(share) for _ in range(count)], strategy="STRICT_SPREAD")
+        lifetime = {"lifetime": "detached"} if names else {}
+        group = placement_group([dict(share) for _ in range(count)], strategy="STRICT_SPREAD", **lifetime)
         try:
             if not _wait_ready(group, count, share, wait_seconds, cancelled, waiting):
                 remove_placement_group(group)
@@ -134,10 +142,11 @@ class NodeGroup:
                     scheduling_strategy=PlacementGroupSchedulingStrategy(
                         placement_group=group, placement_group_bundle_index=index
                     ),
+                    **({"name": names[index], "namespace": PARKED_NAMESPACE, **lifetime} if names else {}),
                 ).remote(index, *init_args)
                 for index in range(count)
             ]
-            placed = cls(group, agents, [], share)
+            placed = cls(group, agents, [], share, named=bool(names))
             try:
                 infos = ray.get([a.info.remote() for a in agents], timeout=_START_SECONDS)
                 placed.infos = [NodeInfo(**info) for info in infos]

@@ -171,7 +171,12 @@ class GpuService:
             path = kernel_paths.get(kernel_id) if kernel_id else None
             keys = ("pid", "address", "share", "nodes", "since_ms", "until_ms")
             node_holders.append(
-                {**{k: record.get(k) for k in keys}, "kernel_id": kernel_id, "path": path or record.get("notebook")}
+                {
+                    **{k: record.get(k) for k in keys},
+                    "kernel_id": kernel_id,
+                    "path": path or record.get("notebook"),
+                    "parked": bool(record.get("names")),  # the keeper of actors parked by remote calls
+                }
             )
         holders = self.idle_holders
         answer = {"node": self.node, "node_holders": node_holders}

@@ -30,6 +30,11 @@ class Kept:
     stop: threading.Event | None = None
     lock = threading.Lock()
 
+    @staticmethod
+    def names(key: tuple) -> None:
+        """A kernel's actors are its own: unnamed (see :class:`~jupyter_air.training.parked.Parked`)."""
+        return None
+
     @classmethod
     def take(cls, key: tuple) -> NodeGroup | None:
         """The kept group if it has this shape; any other kept group is closed."""

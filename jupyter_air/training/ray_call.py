@@ -69,8 +69,9 @@ def _shape(ray, gpus: int | None, nodes: int) -> tuple[int, int]:
 class ClusterCall:
     """``function`` on ``options.nodes`` nodes of the Ray cluster at ``address``; see the module docstring."""
 
-    def __init__(self, payload: bytes, context: dict, options: RunOptions, address: str, admit: Admit):
+    def __init__(self, payload: bytes, context: dict, options: RunOptions, address: str, admit: Admit, keep=Kept):
         self.payload = payload
+        self.keep = keep  # Kept: this process keeps the actors; Parked: a remote call's, parked on the cluster
         self.admit = admit
         self.context = context
         self.options = options
@@ -100,7 +101,7 @@ class ClusterCall:
         def check_hosts(hosts: list[str]) -> None:
             check_tracking(hosts, driver_host(), tracking_uri(), f"this call on {self.nodes} nodes")
 
-        self.group = Kept.take(self._key)  # cleanup() closes it should the call not start (refused, canceled)
+        self.group = self.keep.take(self._key)  # cleanup() closes it should the call not start (refused, canceled)
         held = self._admitted(gpus * self.nodes, note, self.group)
         if held is None:
             return False
@@ -114,6 +115,7 @@ class ClusterCall:
                 wait_seconds=PLACEMENT_WAIT_SECONDS,
                 waiting=note,
                 check_hosts=check_hosts,
+                names=self.keep.names(self._key),
             )
         note(f"starting the ranks on {self.nodes} nodes")
         try:
@@ -227,7 +229,7 @@ class ClusterCall:
             if got is None or got.errors or got.late:
                 group.close()  # stopped early, or a node is gone: never keep it (nor hide the call's outcome)
             else:
-                Kept.keep(self._key, group, self.address)
+                self.keep.keep(self._key, group, self.address)
         except BaseException:
             group.close()
             raise

@@ -1,15 +1,17 @@
 """``.distributed(remote=True)``: a call submitted as a job that outlives its kernel, followed from the cell, and
 ``attach()`` to follow it again (or show a finished local call) from any kernel.
 
-The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.remote_runner` runs it): on this machine a
-detached supervisor (forked from AIR_HOME's zygote when one runs, whose fork server its ranks then come from: no
-process imports torch for the call), on a Ray cluster a Ray Job. The cell shows the run card once the job's run
+The job is an ``air`` job of kind ``call`` (:mod:`~jupyter_air.training.remote_runner` runs it): its supervisor is
+a detached process of this machine, forked from AIR_HOME's zygote when one runs (no process imports torch for the
+call, nor Ray for a call on Ray nodes, which takes the node actors the last remote call parked: :mod:`.parked`). The
+cell shows the run card once the job's run
 exists, the ranks' lines as they come, and returns the results by rank, or raises the call's DistributedError. An
 interrupt stops following, never the job.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -75,7 +77,8 @@ def submit(function, args: tuple, kwargs: dict, options: RunOptions, tags: dict,
         "call": call,
     }
     files = {PAYLOAD: payload, CONTEXT: json.dumps(call_context()).encode()}
-    return Jobs().submit(workload, source=source, files=files, warm=zygote_client.supervisor).job_run_id
+    warm = functools.partial(zygote_client.supervisor, ray="ray_address" in compute)
+    return Jobs().submit(workload, source=source, files=files, warm=warm).job_run_id
 
 
 def follow(job_run_id: str, starting: StartingCard | None = None) -> list:

@@ -26,6 +26,7 @@ from jupyter_air.training.logs import RankLogTail
 from jupyter_air.training.node_call import Call
 from jupyter_air.training.options import RunOptions
 from jupyter_air.training.outcome_file import OUTCOME, write_outcome
+from jupyter_air.training.parked import Parked
 from jupyter_air.training.ray_call import ClusterCall
 from jupyter_air.workloads.state.kept_results import RESULTS
 from jupyter_air.workloads.state.logs import LogWriter, node_dir
@@ -74,7 +75,8 @@ class CallRunner:
         else:
             options = RunOptions.of(self.spec["options"])
             address = self.context.spec["compute"]["ray_address"]
-            self.call = ClusterCall(payload, context, options, address, functools.partial(self._admit, cancel))
+            admit = functools.partial(self._admit, cancel)
+            self.call = ClusterCall(payload, context, options, address, admit, keep=Parked)
         if not self.call.start(note):
             return False
         files = list(self.call.log_files().values())  # node by node, each {global rank: log}

@@ -103,6 +103,8 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
         for fd in fds:
             os.close(fd)
         return None
+    if supervisor and request.get("ray"):
+        _import_ray()
     child = os.fork()
     if child == 0:
         code = 1
@@ -117,6 +119,13 @@ def _fork(listener: socket.socket, lock: int, connection: socket.socket) -> int 
         os.close(fd)
     connection.sendall(f"ok {child}".encode())
     return child
+
+
+def _import_ray() -> None:
+    """Import Ray here once, for the first supervisor that drives Ray nodes: the next ones join the cluster at once
+    (about 1.5 s of CPU less each). Nothing of Ray runs here: each forked supervisor connects on its own."""
+    with contextlib.suppress(ImportError):  # the supervisor says that Ray is missing
+        import ray  # noqa: F401
 
 
 def _become_supervisor(request: dict, log: int) -> int:

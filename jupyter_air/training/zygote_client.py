@@ -99,16 +99,23 @@ def fork_server(folder: Path, timeout: float) -> tuple[int, int] | None:
     return request_write, event_read
 
 
-def supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int) -> int | None:
+def supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int, ray: bool = False) -> int | None:
     """Fork the job's supervisor from AIR_HOME's zygote for ``env`` when one runs or starts (none is started for it:
     its fork server would wait for that one), with ``env``, ``folder`` and this process's umask, its output to
-    ``log``: its PID, or None (start it cold then)."""
+    ``log``: its PID, or None (start it cold then). ``ray``: it drives Ray nodes (the zygote imports Ray first)."""
     connection = _reach(key(env), READY_SECONDS, start=False)
     if connection is None:
         return None
     umask = os.umask(0o077)
     os.umask(umask)
-    request = {"kind": "supervisor", "job_run_id": job_run_id, "env": env, "cwd": str(folder), "umask": umask}
+    request = {
+        "kind": "supervisor",
+        "job_run_id": job_run_id,
+        "env": env,
+        "cwd": str(folder),
+        "umask": umask,
+        "ray": ray,
+    }
     return _ask(connection, request, [log])
 
 

@@ -202,6 +202,18 @@ describe('The GPU panel', () => {
     expect(badges[0].textContent).toMatch(/^idle since /);
   });
 
+  /** The panel's list of held nodes, on the model's last answer. */
+  function renderHeldNodes(): void {
+    dom.render(
+      <HeldNodes
+        holders={model.nodeHolders}
+        onRelease={pid => void model.release(pid)}
+        onOpenPath={() => undefined}
+        trans={trans}
+      />
+    );
+  }
+
   it('lists the Ray nodes a notebook keeps, and Release asks the server to free them', async () => {
     // Given a notebook keeping two nodes
     const kept: INodeHolder = {
@@ -220,19 +232,13 @@ describe('The GPU panel', () => {
     payload.node_holders = [kept];
     await advance(50);
     // When listed, and Release is clicked
-    dom.render(
-      <HeldNodes
-        holders={model.nodeHolders}
-        onRelease={pid => void model.release(pid)}
-        onOpenPath={() => undefined}
-        trans={trans}
-      />
-    );
+    renderHeldNodes();
     const row = dom.container.querySelector('.jp-Air-held')!;
     expect(row.querySelector('.jp-Air-process-path')?.textContent).toBe('work/<b>ray</b>.ipynb');
     expect(row.querySelector('b')).toBeNull();
     expect(row.querySelector('.jp-Air-held-hosts')?.textContent).toBe('gpu-07, 10.0.0.8');
     expect(row.textContent).toMatch(/since .+, until /);
+    expect(row.textContent).not.toMatch(/parked by remote calls/);
     act(() => row.querySelector<HTMLButtonElement>('.jp-Air-held-release')!.click());
     await advance(50);
     // Then the server is asked to release that process's nodes, and the list is read again
@@ -240,5 +246,30 @@ describe('The GPU panel', () => {
       'POST gpu/held-nodes/4242/release',
       'GET gpu/idle-holders'
     ]);
+  });
+
+  it('marks the nodes parked between remote calls, listed by their keeper', async () => {
+    // Given the keeper of two nodes parked by remote calls of a notebook
+    payload.node_holders = [
+      {
+        pid: 5150,
+        kernel_id: null,
+        path: 'work/train.ipynb',
+        address: '127.0.0.1:6379',
+        share: '1 CPU',
+        nodes: [{ node: 0, hostname: 'gpu-07', ip: '10.0.0.7', ray_node_id: 'a' }],
+        since_ms: T0,
+        until_ms: T0 + 300_000,
+        parked: true
+      }
+    ];
+    await advance(50);
+    // When listed
+    renderHeldNodes();
+    // Then the row says so, beside its notebook, and keeps its Release
+    const row = dom.container.querySelector('.jp-Air-held[data-pid="5150"]')!;
+    expect(row.textContent).toMatch(/parked by remote calls/);
+    expect(row.querySelector('.jp-Air-process-path')?.textContent).toBe('work/train.ipynb');
+    expect(row.querySelector('.jp-Air-held-release')).not.toBeNull();
   });
 });

@@ -33,9 +33,12 @@ export interface IHeldNode {
   ray_node_id: string | null;
 }
 
-/** A process (a notebook's kernel) keeping Ray nodes; `POST gpu/held-nodes/<pid>/release` frees them. */
+/** A process (a notebook's kernel, or the keeper of nodes parked by remote calls) keeping Ray nodes;
+ * `POST gpu/held-nodes/<pid>/release` frees them. */
 export interface INodeHolder {
   pid: number;
+  /** True for the keeper of node actors parked between remote calls (`path`: the notebook of the last one). */
+  parked?: boolean;
   kernel_id: string | null;
   path: string | null;
   address: string | null;

@@ -54,9 +54,11 @@ def test_a_second_local_user_can_neither_call_nor_submit_jobs_to_a_test_cluster(
     # When another local user calls its GCS and submits a job to the job server and to the agent, without the token
     got = as_nobody(locked_head.address, locked_head.dashboard_url, agent, token)
 
-    # Then every door is shut (the same user with the token gets in: the ports were reachable)
+    # Then every door is shut, the lookup of a named actor (how remote calls find their parked node actors) included
+    # (the same user with the token gets in: the ports were reachable)
     assert got == {
         "gcs": "UNAUTHENTICATED",
+        "named_actor": "UNAUTHENTICATED",
         "job_server": 401,
         "agent": 401,
         "gcs_with_token": "OK",

@@ -212,6 +212,7 @@ def test_the_documented_recipe_starts_a_locked_two_node_cluster_that_jupyter_air
     answers(f"{agent}/api/healthz", {"authorization": f"Bearer {secret}"})
     assert as_nobody(f"{HEAD}:{port}", job_server, agent, secret) == {
         "gcs": "UNAUTHENTICATED",
+        "named_actor": "UNAUTHENTICATED",
         "job_server": 401,
         "agent": 401,
         "gcs_with_token": "OK",

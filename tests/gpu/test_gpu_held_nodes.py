@@ -52,7 +52,7 @@ async def test_a_kernel_keeping_nodes_is_listed_with_its_notebook_and_released_o
         (row,) = listed
         assert row["pid"] == kernel.provisioner.pid and row["kernel_id"] == session["kernel"]["id"]
         assert row["path"] == "work/train.ipynb" and row["nodes"] == NODES and row["share"] == "1 CPU, 2 GPU"
-        assert row["until_ms"] - row["since_ms"] == 300_000
+        assert row["until_ms"] - row["since_ms"] == 300_000 and row["parked"] is False
 
         # And Release reaches the kernel, which sees the request
         release = ("jupyter-air", "gpu", "held-nodes", str(row["pid"]), "release")

@@ -1,6 +1,7 @@
 """A remote call on a real Ray cluster on loopback: its driver, a supervisor forked on this machine from AIR_HOME's
 zygote (no Ray Job), outlives the process that submitted it, and ``attach`` from another process returns its results
-by rank."""
+by rank; its node actors are parked for the next remote call of the same shape, listed as held, and freed on
+Release."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 
 import psutil
 import pytest
-from ray_cluster import agent_processes
+from ray_cluster import actor_processes, agent_processes
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver"), pytest.mark.timeout(900)]
 
@@ -78,7 +79,8 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
 ):
     from ray.job_submission import JobSubmissionClient
 
-    from jupyter_air import attach, procs
+    from jupyter_air import attach, distributed, procs
+    from jupyter_air.cluster.held import holders, request_release
     from jupyter_air.training import zygote_client
     from jupyter_air.workloads.jobs.jobs import Jobs
 
@@ -119,6 +121,9 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
     # without its submitter
     assert job.executor == "ray" and job.num_nodes == 2
     assert supervisor.ppid() in zygotes, (supervisor.ppid(), zygotes)
+    # (which imported Ray for it first: Ray's core library is mapped in the zygote)
+    zygote = psutil.Process(supervisor.ppid())
+    assert any("_raylet" in region.path for region in zygote.memory_maps()), zygote.pid
     assert running == "RUNNING", submitter.stderr.read().decode()
     submitted = [info.submission_id for info in JobSubmissionClient(ray_cluster.dashboard_url).list_jobs()]
     assert job.job_run_id not in submitted
@@ -132,8 +137,37 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
     (run,) = runs_of("remote-ray")
     assert run.info.status == "FINISHED" and run.data.tags["air.job_run_id"] == job.job_run_id
     assert (run.data.tags["air.nodes"], run.data.tags["air.world_size"]) == ("2", "4")
-    # And no process of the call is left on any node: supervisor, node actors, ranks
+    # And no process of the call is left on any node but its 2 node actors (and their fork servers), parked for the
+    # next remote call and listed as held by their keeper
+    _until(lambda: not procs.is_alive(supervisor.pid, job.supervisor_started), 30, "end of the supervisor")
+    (keeper,) = _until(holders, 30, "keeper of the parked nodes")
+    assert len(keeper["names"]) == 2 and len(keeper["nodes"]) == 2, keeper
+    parked = {proc.pid for proc in actor_processes("TrainingAgent")}
+    assert len(parked) == 2
+    assert [p for p in _job_processes(job.job_run_id) if p not in agent_processes()] == []
+
+    # When this process makes a remote call of the same shape
+    def scaled(scale):
+        import os
+
+        return int(os.environ["RANK"]) * scale
+
+    call = distributed(scaled, gpus=2, nodes=2, ray_address=ray_cluster.address, experiment="remote-ray-again")
+    with contextlib.redirect_stdout(io.StringIO()):
+        again = call.distributed(3, remote=True)
+
+    # Then it ran its ranks on the parked actors, and parked them again under a new keeper (the last one ended)
+    assert again == [0, 3, 6, 9]
+    assert {proc.pid for proc in actor_processes("TrainingAgent")} == parked
+    (second,) = _until(lambda: [r for r in holders() if r["pid"] != keeper["pid"]], 30, "the next keeper")
+    _until(lambda: not procs.is_alive(keeper["pid"], keeper["started"]), 30, "end of the first keeper")
+
+    # When the GPU panel's Release asks for them
+    assert request_release(second["pid"])
+
+    # Then the actors, their fork servers and guards, and the keeper are gone: no process of either call is left
+    _until(lambda: not holders() and not actor_processes("TrainingAgent"), 60, "end of the parked actors")
     with contextlib.suppress(AssertionError):
         _until(lambda: not _job_processes(job.job_run_id), 60, "end of the job's processes")
     assert _job_processes(job.job_run_id) == []
-    _until(lambda: not procs.is_alive(supervisor.pid, job.supervisor_started), 30, "end of the supervisor")
+    _until(lambda: not procs.is_alive(second["pid"], second["started"]), 30, "end of the second keeper")

@@ -42,6 +42,7 @@ export function HeldNodes(props: IHeldNodesProps): JSX.Element {
                 {holder.nodes.map(n => n.hostname ?? n.ip ?? String(n.node)).join(', ')}
               </span>
               {holder.share ? <span>{holder.share}</span> : null}
+              {holder.parked ? <span>{trans.__('parked by remote calls')}</span> : null}
               <span>
                 {holder.until_ms
                   ? trans.__(

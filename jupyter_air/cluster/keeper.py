@@ -1,0 +1,88 @@
+"""The keeper of nodes parked on a Ray cluster for this user's next remote call: a small process of this machine that
+lists them under AIR_HOME as held nodes (:mod:`.held`) while they wait, and frees them when asked.
+
+A remote call's supervisor leaves its node actors parked (detached, named, see
+:meth:`~jupyter_air.cluster.agent.NodeAgent.park`) and starts a keeper: ``python -m jupyter_air.cluster.keeper SPEC``.
+The keeper ends when the actors' parking time is over (they free their nodes themselves then), on ``SIGUSR1`` (the next
+call took them: :func:`dismiss`), or frees them first on a release request (the GPU panel's Release) or ``SIGTERM``.
+It imports Ray only to free them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from jupyter_air.procs import is_alive
+
+from .held import Held, holders
+from .placement import PARKED_NAMESPACE, REPLY_SECONDS
+
+#: Seconds between two looks at a release request.
+_LOOK_SECONDS = 1.0
+
+log = logging.getLogger(__name__)
+
+
+def start(address: str, names: list[str], nodes: list[dict], share: str, seconds: float) -> None:
+    """Start the keeper of the parked actors ``names`` (detached: it outlives the caller)."""
+    spec = {"address": address, "names": names, "nodes": nodes, "share": share, "seconds": seconds}
+    subprocess.Popen(
+        [sys.executable, "-m", __name__, json.dumps(spec)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def dismiss(names: list[str]) -> None:
+    """End the keeper of ``names`` without freeing them: a call has just taken them."""
+    for record in holders():
+        if record.get("names") == names and is_alive(record["pid"], record.get("started")):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record["pid"], signal.SIGUSR1)
+
+
+def free(address: str, names: list[str]) -> None:
+    """Free the parked actors ``names`` on the cluster at ``address`` (those a call has taken meanwhile stay)."""
+    from .connect import connect, ray_module
+
+    ray = ray_module()
+    connect(address)
+    asked = []
+    for name in names:
+        with contextlib.suppress(ValueError):  # gone already
+            asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
+    with contextlib.suppress(ray.exceptions.RayError):  # an actor ends while it answers: freed all the same
+        ray.get(asked, timeout=REPLY_SECONDS)
+
+
+def main(argv: list[str]) -> None:
+    spec = json.loads(argv[0])
+    ending = threading.Event()
+    freeing = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda signum, frame: ending.set())
+    signal.signal(signal.SIGTERM, lambda signum, frame: (freeing.set(), ending.set()))
+    held = Held(spec["nodes"], spec["share"], spec["address"], spec["seconds"], names=spec["names"])
+    deadline = time.monotonic() + spec["seconds"]
+    try:
+        while not ending.wait(_LOOK_SECONDS) and time.monotonic() < deadline:
+            if held.release_requested():
+                freeing.set()
+                break
+        if freeing.is_set():
+            free(spec["address"], spec["names"])
+    finally:
+        held.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,7 +1,8 @@
 """CPU that what is kept warm for one user spends while nothing runs, on a 3-node loopback Ray cluster (a head and 2
-workers, no GPUs): after a remote call (its supervisor forked from AIR_HOME's zygote) and a 3-node call driven by
-this process (its node actors kept for the next call), with AIR_HOME's MLflow server answering, every process is
-sampled over ``IDLE_SECONDS`` of idleness. The baseline: Ray's own processes on the same nodes over the same time.
+workers, no GPUs): after a 3-node call driven by this process (its node actors kept for the next call) and a 2-node
+remote call (its supervisor forked from AIR_HOME's zygote, its node actors parked for the next remote call, with their
+keeper), with AIR_HOME's MLflow server answering, every process is sampled over ``IDLE_SECONDS`` of idleness. The
+baseline: Ray's own processes on the same nodes over the same time.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ray_cluster import AGENT_ENV, CLUSTER_ENV, GUARD_ENV, LocalCluster  # sets Ray's environment first
+from ray_cluster import AGENT_ENV, CLUSTER_ENV, GUARD_ENV, LocalCluster, free_parked  # sets Ray's environment first
 
 from benchmarks.baseline import stop_resident_servers
 
 IDLE_SECONDS = 60.0
 #: What is ours, by how it is found: the residents by their records, the rest by the markers they carry.
-GROUPS = ("AIR_HOME's MLflow server", "AIR_HOME's zygote", "kept node actors, their fork servers and guards")
+GROUPS = (
+    "AIR_HOME's MLflow server",
+    "AIR_HOME's zygote",
+    "kept and parked node actors, their fork servers and guards",
+    "the parked actors' keeper",
+)
 
 
 def noop() -> None:
@@ -47,13 +53,15 @@ def _ours(home: Path) -> dict[str, list[psutil.Process]]:
     server = resident.read(resident.record_path(resident.embedded_uri(home), home))
     mlflow = [psutil.Process(server.pid), *psutil.Process(server.pid).children(recursive=True)]
     zygotes = [psutil.Process(held[0]) for lock in home.glob("forks-*.pid") if (held := zygote_client.holder(lock))]
-    agents = []
+    agents, keepers = [], []
     for proc in psutil.process_iter(["cmdline"]):
         with contextlib.suppress(psutil.Error):
-            env = proc.environ()
-            if AGENT_ENV in env or GUARD_ENV in env or " ".join(proc.info["cmdline"] or []).startswith("ray::Train"):
+            env, line = proc.environ(), " ".join(proc.info["cmdline"] or [])
+            if AGENT_ENV in env or GUARD_ENV in env or line.startswith("ray::Train"):
                 agents.append(proc)
-    return dict(zip(GROUPS, (mlflow, zygotes, agents), strict=True))
+            elif "jupyter_air.cluster.keeper" in line:
+                keepers.append(proc)
+    return dict(zip(GROUPS, (mlflow, zygotes, agents, keepers), strict=True))
 
 
 def _ray_own(root: str, ours: set[int]) -> list[psutil.Process]:
@@ -83,9 +91,10 @@ def main() -> None:
             cluster.wait_for_nodes()
             zygote_client.warm()
             call = distributed(noop, nodes=3, ray_address=cluster.address, experiment="bench-idle")
+            remote = distributed(noop, nodes=2, ray_address=cluster.address, experiment="bench-idle")
             with contextlib.redirect_stdout(io.StringIO()):
-                call.distributed(remote=True)
                 call.distributed()  # its actors are kept for the next call of this shape
+                remote.distributed(remote=True)  # its actors are parked for the next remote call of this shape
             groups = _ours(home)
             ours = {proc.pid for procs in groups.values() for proc in procs}
             groups["Ray's own processes (baseline)"] = _ray_own(str(cluster.root), ours)
@@ -98,6 +107,7 @@ def main() -> None:
             time.sleep(IDLE_SECONDS)
             after = {name: _cpu_seconds(procs) for name, procs in groups.items()}
         finally:
+            free_parked(cluster.address)  # and their keeper
             cluster.shutdown()
             stop_resident_servers(Path(tmp))
     print(f"CPU-seconds per idle minute, one user, 3-node loopback cluster, measured over {IDLE_SECONDS:.0f} s:")

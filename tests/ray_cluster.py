@@ -239,17 +239,15 @@ def actor_processes(class_name: str) -> list[psutil.Process]:
 def free_parked(address: str) -> None:
     """End the keepers of node actors that remote calls parked, and free those actors (a test that failed before its
     Release left them): they would hold the cluster's GPUs for minutes."""
+    from jupyter_air.cluster import keeper
     from jupyter_air.cluster.connect import connect
-    from jupyter_air.cluster.placement import PARKED_NAMESPACE
 
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline"]):  # whatever AIR_HOME they list the nodes in
         with contextlib.suppress(psutil.Error):
             if "jupyter_air.cluster.keeper" in " ".join(proc.info["cmdline"] or []):
                 proc.send_signal(signal.SIGUSR1)
     import ray
 
     connect(address)
-    for found in ray.util.list_named_actors(all_namespaces=True):
-        if found["namespace"] == PARKED_NAMESPACE:
-            with contextlib.suppress(Exception):
-                ray.get(ray.get_actor(found["name"], namespace=PARKED_NAMESPACE).expire.remote(), timeout=30)
+    with contextlib.suppress(ray.exceptions.RayError):  # an actor ends while it answers: freed all the same
+        ray.get(keeper.free_parked(), timeout=30)

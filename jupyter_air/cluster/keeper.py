@@ -1,5 +1,6 @@
-"""The keeper of nodes parked on a Ray cluster for this user's next remote call: a small process of this machine that
-lists them under AIR_HOME as held nodes (:mod:`.held`) while they wait, and frees them when asked.
+"""Node actors parked on a Ray cluster for this user's next remote call: their names, freeing them, and their keeper,
+a small process of this machine that lists them under AIR_HOME as held nodes (:mod:`.held`) while they wait, and
+frees them when asked.
 
 A remote call's supervisor leaves its node actors parked (detached, named, see
 :meth:`~jupyter_air.cluster.agent.NodeAgent.park`) and starts a keeper: ``python -m jupyter_air.cluster.keeper SPEC``.
@@ -11,6 +12,7 @@ It imports Ray only to free them.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import json
 import logging
 import os
@@ -19,16 +21,44 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Collection
 
 from jupyter_air.procs import is_alive
 
 from .held import Held, holders
-from .placement import PARKED_NAMESPACE, REPLY_SECONDS
 
+#: Ray namespace of the named, detached node actors parked between remote calls.
+PARKED_NAMESPACE = "jupyter_air"
 #: Seconds between two looks at a release request.
 _LOOK_SECONDS = 1.0
+#: Seconds the parked actors get to answer a request to free their nodes.
+_FREE_SECONDS = 30.0
 
 log = logging.getLogger(__name__)
+
+
+def parked_prefix() -> str:
+    """How the names of this user's parked node actors begin (the rest: the call's shape and the node)."""
+    return f"air-parked-{getpass.getuser()}-"
+
+
+def free_parked(keep: Collection[str] = ()) -> list:
+    """Ask every node actor this user parked on the cluster this process joined (but those named in ``keep``) to
+    free its nodes (one a call claimed meanwhile stays), and end their keepers; Ray's refs of the answers to come."""
+    import ray
+
+    names, asked = [], []
+    try:
+        for found in ray.util.list_named_actors(all_namespaces=True):
+            name = found.get("name", "")
+            if found.get("namespace") == PARKED_NAMESPACE and name.startswith(parked_prefix()) and name not in keep:
+                asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
+                names.append(name)
+    except Exception as exc:  # noqa: BLE001 - an actor gone meanwhile, or a Ray that cannot list names: they
+        log.debug("parked node actors not freed: %s", exc)  # free their nodes by themselves in minutes anyway
+    if names:
+        dismiss(names)
+    return asked
 
 
 def start(address: str, names: list[str], nodes: list[dict], share: str, seconds: float) -> None:
@@ -43,10 +73,10 @@ def start(address: str, names: list[str], nodes: list[dict], share: str, seconds
     )
 
 
-def dismiss(names: list[str]) -> None:
-    """End the keeper of ``names`` without freeing them: a call has just taken them."""
+def dismiss(names: Collection[str]) -> None:
+    """End the keepers of any of ``names`` without freeing them: a call has just taken them, or freed them."""
     for record in holders():
-        if record.get("names") == names and is_alive(record["pid"], record.get("started")):
+        if set(record.get("names") or ()) & set(names) and is_alive(record["pid"], record.get("started")):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(record["pid"], signal.SIGUSR1)
 
@@ -62,7 +92,7 @@ def free(address: str, names: list[str]) -> None:
         with contextlib.suppress(ValueError):  # gone already
             asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
     with contextlib.suppress(ray.exceptions.RayError):  # an actor ends while it answers: freed all the same
-        ray.get(asked, timeout=REPLY_SECONDS)
+        ray.get(asked, timeout=_FREE_SECONDS)
 
 
 def main(argv: list[str]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .errors import PlacementError
 from .held import waiting_hint
 from .hosts import host_of
+from .keeper import PARKED_NAMESPACE, free_parked
 
 #: Seconds between checks of a placement that waits for resources (and for a cancel).
 _WAIT_STEP_SECONDS = 0.5
@@ -27,8 +28,6 @@ ACTOR_CONCURRENCY = 4
 REPLY_SECONDS = 30.0
 #: Seconds an actor Ray calls unavailable (a transient error) is asked again before its node counts as lost.
 _CONFIRM_SECONDS = 2.0
-#: Ray namespace of the named, detached actors a group parks for its next user (:meth:`NodeGroup.place` ``names``).
-PARKED_NAMESPACE = "jupyter_air"
 
 
 @dataclass(frozen=True)
@@ -222,10 +221,14 @@ def _wait_ready(group, count, share, wait_seconds, cancelled, waiting) -> bool:
     ready = group.ready()
     deadline = None if wait_seconds is None else time.monotonic() + wait_seconds
     announced, said_at = None, 0.0
+    unparked = False
     while True:
         done, _ = ray.wait([ready], timeout=_WAIT_STEP_SECONDS)
         if done:
             return True
+        if not unparked:  # nodes this user's remote calls parked are the first to give way
+            unparked = True
+            free_parked()
         if cancelled():
             return False
         if time.monotonic() - said_at >= _ANNOUNCE_SECONDS:  # who holds the nodes may change while it waits

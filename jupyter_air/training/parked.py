@@ -2,7 +2,7 @@
 after each call (a kernel keeps its actors in its own process instead).
 
 A remote call places its node actors detached, named per user and shape in Ray's namespace
-:data:`~jupyter_air.cluster.placement.PARKED_NAMESPACE`; once it ended by itself they are parked for the next remote
+:data:`~jupyter_air.cluster.keeper.PARKED_NAMESPACE`; once it ended by itself they are parked for the next remote
 call of the same shape, from any kernel of this user, which takes them with their fork servers (PyTorch imported).
 Unclaimed for :data:`~jupyter_air.training.kept.KEEP_SECONDS`, each actor frees its nodes itself; meanwhile a keeper
 process of this machine (:mod:`~jupyter_air.cluster.keeper`) lists them as held nodes and frees them on Release.
@@ -10,21 +10,16 @@ process of this machine (:mod:`~jupyter_air.cluster.keeper`) lists them as held 
 
 from __future__ import annotations
 
-import contextlib
-import getpass
 import hashlib
 import logging
 
 from jupyter_air.cluster import keeper
 from jupyter_air.cluster.connect import ray_module
-from jupyter_air.cluster.placement import PARKED_NAMESPACE, REPLY_SECONDS, NodeGroup, NodeInfo, describe_bundle
+from jupyter_air.cluster.keeper import PARKED_NAMESPACE, free_parked, parked_prefix
+from jupyter_air.cluster.placement import REPLY_SECONDS, NodeGroup, NodeInfo, describe_bundle
 from jupyter_air.training.kept import KEEP_SECONDS
 
 log = logging.getLogger(__name__)
-
-
-def _prefix() -> str:
-    return f"air-parked-{getpass.getuser()}-"
 
 
 class Parked:
@@ -40,7 +35,7 @@ class Parked:
         if key[1:] in Parked.busy:
             return None
         digest = hashlib.sha256(repr(key[1:]).encode()).hexdigest()[:12]
-        return [f"{_prefix()}{digest}-{node}" for node in range(key[1])]
+        return [f"{parked_prefix()}{digest}-{node}" for node in range(key[1])]
 
     @classmethod
     def take(cls, key: tuple) -> NodeGroup | None:
@@ -48,7 +43,7 @@ class Parked:
         shapes is freed, as a kernel frees its kept nodes of another shape)."""
         ray = ray_module()
         names = cls.names(key)
-        cls._free_other_shapes(ray, names)
+        free_parked(keep=names or ())  # this user's other shapes, as a kernel frees its kept nodes of another shape
         agents = []
         for name in names or []:
             try:
@@ -72,15 +67,6 @@ class Parked:
             return None
         keeper.dismiss(names)
         return NodeGroup(claimed[0], agents, [NodeInfo(**info) for info in infos], dict(key[2]), named=True)
-
-    @staticmethod
-    def _free_other_shapes(ray, names: list[str] | None) -> None:
-        mine = set(names or [])
-        with contextlib.suppress(Exception):  # an older Ray: other shapes free their nodes in time anyway
-            for found in ray.util.list_named_actors(all_namespaces=True):
-                name = found.get("name", "")
-                if found.get("namespace") == PARKED_NAMESPACE and name.startswith(_prefix()) and name not in mine:
-                    ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote()
 
     @staticmethod
     def keep(key: tuple, group: NodeGroup, address: str) -> None:

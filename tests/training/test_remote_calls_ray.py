@@ -1,7 +1,7 @@
 """A remote call on a real Ray cluster on loopback: its driver, a supervisor forked on this machine from AIR_HOME's
 zygote (no Ray Job), outlives the process that submitted it, and ``attach`` from another process returns its results
 by rank; its node actors are parked for the next remote call of the same shape, listed as held, and freed on
-Release."""
+Release, or by a call of this user that must wait for their nodes."""
 
 from __future__ import annotations
 
@@ -147,11 +147,6 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
     assert [p for p in _job_processes(job.job_run_id) if p not in agent_processes()] == []
 
     # When this process makes a remote call of the same shape
-    def scaled(scale):
-        import os
-
-        return int(os.environ["RANK"]) * scale
-
     call = distributed(scaled, gpus=2, nodes=2, ray_address=ray_cluster.address, experiment="remote-ray-again")
     with contextlib.redirect_stdout(io.StringIO()):
         again = call.distributed(3, remote=True)
@@ -171,3 +166,37 @@ def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(
         _until(lambda: not _job_processes(job.job_run_id), 60, "end of the job's processes")
     assert _job_processes(job.job_run_id) == []
     _until(lambda: not procs.is_alive(second["pid"], second["started"]), 30, "end of the second keeper")
+
+
+def scaled(scale):
+    import os
+
+    return int(os.environ["RANK"]) * scale
+
+
+def test_a_call_that_must_wait_for_nodes_frees_those_this_users_remote_calls_parked(ray_cluster, air_home):
+    from jupyter_air import distributed, procs
+    from jupyter_air.cluster.held import holders
+    from jupyter_air.training import release_nodes
+
+    # Given a remote call on 2 nodes that parked its actors, holding every GPU of the cluster's 2 GPU nodes
+    call = distributed(scaled, gpus=2, nodes=2, ray_address=ray_cluster.address, experiment="remote-ray-parked")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert call.distributed(2, remote=True) == [0, 2, 4, 6]
+    (keeper,) = _until(lambda: [r for r in holders() if r.get("names")], 30, "keeper of the parked nodes")
+    parked = {proc.pid for proc in actor_processes("TrainingAgent")}
+    assert len(parked) == 2
+
+    # When this process calls the same function on those nodes itself (its own actors, which need the same GPUs)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            results = call.distributed(5)
+
+        # Then the call ran at once on new actors, the parked ones freed and their keeper ended
+        assert results == [0, 5, 10, 15]
+        _until(lambda: not procs.is_alive(keeper["pid"], keeper["started"]), 30, "end of the keeper")
+        assert [r for r in holders() if r.get("names")] == []
+        assert not parked & {proc.pid for proc in actor_processes("TrainingAgent")}
+    finally:
+        release_nodes()
+    _until(lambda: not actor_processes("TrainingAgent") and not agent_processes(), 60, "end of every node actor")

@@ -8,6 +8,7 @@ lists every node under ``nodes``.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
 from jupyter_air.cluster.held import holders as held_nodes
@@ -160,6 +161,15 @@ class GpuService:
             return {}
         return {session["kernel"]["id"]: session.get("path") for session in await self.session_manager.list_sessions()}
 
+    def _contents_path(self, notebook: str | None) -> str | None:
+        """A notebook's path on disk (what Jupyter gave a kernel as ``JPY_SESSION_NAME``, and what a process it
+        started inherited) as this server's contents path, when it lies under the server's root."""
+        root = getattr(self.kernel_manager, "root_dir", None)
+        if not notebook or not root or not os.path.isabs(notebook):
+            return notebook
+        relative = os.path.relpath(notebook, root)
+        return notebook if relative.startswith("..") else relative.replace(os.sep, "/")
+
     async def idle(self) -> dict:
         """The payload of ``GET /jupyter-air/gpu/idle-holders``: the last check's idle GPU holders of this node, and
         the Ray nodes that notebooks keep for their next call (read now)."""
@@ -174,7 +184,7 @@ class GpuService:
                 {
                     **{k: record.get(k) for k in keys},
                     "kernel_id": kernel_id,
-                    "path": path or record.get("notebook"),
+                    "path": path or self._contents_path(record.get("notebook")),
                     "parked": bool(record.get("names")),  # the keeper of actors parked by remote calls
                 }
             )

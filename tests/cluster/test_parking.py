@@ -77,9 +77,10 @@ def test_an_actor_parked_again_keeps_to_its_new_time(parked_agent):
 
 
 async def test_the_keeper_lists_parked_nodes_and_ends_without_freeing_them_once_a_call_takes_them(
-    jp_fetch, tmp_path, monkeypatch
+    jp_fetch, jp_root_dir, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("AIR_HOME", str(tmp_path / "air"))
+    monkeypatch.setenv("JPY_SESSION_NAME", str(jp_root_dir / "work" / "train.ipynb"))  # the submitting kernel's
     # Given the keeper a remote call's supervisor starts for its parked actors
     spec = {"address": "127.0.0.1:1", "names": NAMES, "nodes": NODES, "share": "1 CPU, 2 GPU", "seconds": 60}
     process = subprocess.Popen([sys.executable, "-m", "jupyter_air.cluster.keeper", json.dumps(spec)])
@@ -91,9 +92,10 @@ async def test_the_keeper_lists_parked_nodes_and_ends_without_freeing_them_once_
         hint = waiting_hint()
         assert f"remote calls' keeper (process {process.pid}) keeps 1 node(s) (gpu-1)" in hint
         assert f"`kill {process.pid}`" in hint
-        # and the GPU panel lists it as parked by remote calls
+        # and the GPU panel lists it as parked by remote calls, under the notebook's path in the server
         listed = json.loads((await jp_fetch("jupyter-air", "gpu", "idle-holders")).body)["node_holders"]
         assert [(row["pid"], row["parked"], row["nodes"]) for row in listed] == [(process.pid, True, NODES)]
+        assert listed[0]["path"] == "work/train.ipynb"
         # When the next remote call takes the actors
         keeper.dismiss(NAMES)
         # Then the keeper ends at once and its listing goes, without asking the cluster anything (its address

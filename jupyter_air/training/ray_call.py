@@ -5,8 +5,9 @@ One actor per node (:class:`~jupyter_air.training.agent.TrainingAgent`, in a STR
 runs that node's share of the elastic launch; ranks rendezvous on node 0. The one node-run driver
 (:class:`~jupyter_air.cluster.node_run.NodeRun`) starts, follows and stops them and copies each rank's new log
 bytes into local files (the cell prints them, the run keeps them); this module adds what only a call has: its
-results, and the root cause of a failure across nodes. Actors are kept for the next call of the same shape
-(about 0.6 s instead of 5 s); any call stopped early kills them.
+results, and the root cause of a failure across nodes (:mod:`.cluster_failure`). Actors are kept for the next call
+of the same shape (about 0.6 s instead of 5 s), by the kernel (:mod:`.kept`) or parked on the cluster by a remote
+call (:mod:`.parked`); any call stopped early kills them.
 
 Before it asks Ray for GPUs, a call is admitted to the cluster's pool of the GPU ledger (``admit``), as a call on
 one machine is to that machine's: who asks Ray next goes by the same queue, fair share and quotas, and Ray places
@@ -33,7 +34,8 @@ from jupyter_air.tracking.naming import GPUS_TAG, NODES_TAG, RAY_ADDRESS_TAG, WO
 from jupyter_air.tracking.store import tracking_uri
 from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.training.agent import TrainingAgent
-from jupyter_air.training.errors import DistributedError, NodeLost, describe_exit
+from jupyter_air.training.cluster_failure import root_cause
+from jupyter_air.training.errors import NodeLost
 from jupyter_air.training.gpu_claim import HeldGpus
 from jupyter_air.training.kept import Kept
 from jupyter_air.training.launch_plan import NodePlace
@@ -43,15 +45,6 @@ from jupyter_air.training.options import RunOptions
 PLACEMENT_WAIT_SECONDS = 60.0
 #: Seconds every node gets to stop its ranks (SIGTERM, then SIGKILL) before its actor is killed anyway.
 _STOP_SECONDS = 15.0
-#: What a rank reports when another rank died first: never the root cause while a real error exists.
-_PEER_ERRORS = (
-    "Connection closed by peer",
-    "Connection reset by peer",
-    "Broken pipe",
-    "NCCL communicator was aborted",
-    "Socket Timeout",
-)
-_SIGNALLED = {-15, -9}
 #: ``admit(count, pool, size, note)``: ``count`` of the ``size`` GPUs of the cluster's ledger ``pool`` held for the
 #: call (None: canceled while it waited its turn).
 Admit = Callable[[int, str, int, Callable[[str], None]], HeldGpus | None]
@@ -206,7 +199,7 @@ class ClusterCall:
                 raise self._lost(node, "its raylet or actor is gone")
         self._reusable = True
         if failures:
-            raise self._root_cause(failures)
+            raise root_cause(failures, self.group.infos)
         values = {}
         for outcome in outcomes:
             values.update(outcome["results"])
@@ -256,34 +249,4 @@ class ClusterCall:
             f"{info.describe()} was lost during the call: {reason}. The ranks of every other node were stopped; "
             f"look at {call_logs_folder(node)} for its last output.",
             node=node,
-        )
-
-    def _root_cause(self, failures: list[tuple[int, dict]]) -> DistributedError:
-        """The first real failure across nodes: a peer's "connection closed" or a rank we stopped comes last,
-        then the earliest error file."""
-
-        def order(item):
-            _, outcome = item
-            error: DistributedError = outcome["failure"]
-            text = f"{error.args[0]} {error.exception_message or ''}"
-            secondary = error.exitcode in _SIGNALLED or any(p in text for p in _PEER_ERRORS)
-            return (secondary, min(outcome["times"].values(), default=float("inf")))
-
-        ranked = sorted(failures, key=order)
-        node, first = ranked[0][0], ranked[0][1]["failure"]
-        failed = {rank: text for _, outcome in failures for rank, text in outcome["failure"].failures.items()}
-        after = ", ".join(
-            f"node {n} rank {o['failure'].rank} ({describe_exit(o['failure'].exitcode)})" for n, o in ranked[1:]
-        )
-        info = self.group.infos[node]
-        then = f" (then failed: {after})" if after else ""
-        return DistributedError(
-            f"node {node} ({info.hostname}, {info.ip}): {first.args[0]}{then}",
-            rank=first.rank,
-            node=node,
-            exitcode=first.exitcode,
-            exception_type=first.exception_type,
-            exception_message=first.exception_message,
-            worker_traceback=first.worker_traceback,
-            failures=failed,
         )

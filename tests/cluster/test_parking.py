@@ -29,7 +29,11 @@ def parked_agent(monkeypatch):
     monkeypatch.setattr(agent, "_PARKED_STEP_SECONDS", 0.01)
     node = agent.NodeAgent.__new__(agent.NodeAgent)
     node._parking, node._parked = threading.Lock(), None
-    return node, removed
+    yield node, removed
+    node.claim()  # no parking outlives the test: its thread would free the group with Ray's real function
+    for thread in threading.enumerate():
+        if thread.name == "air-parked":
+            thread.join(5)
 
 
 def _until(predicate, timeout: float = 30.0):

@@ -30,6 +30,10 @@ from jupyter_air.training import elastic_call, rendezvous
 #: then costs 0.26 CPU-seconds a minute instead of 1.34 (a look for those processes reads every process's entry in
 #: /proc: the one cost left).
 _TICK_SECONDS, _IDLE_TICK_SECONDS, _IDLE_SCAN_SECONDS = 0.1, 1.0, 5.0
+#: Seconds a call process gets to end after its SIGTERM (its own stop of the ranks takes ``TERM_GRACE_SECONDS``)
+#: before it is killed: a launcher blocked in PyTorch's code (its exit barrier waits up to 300 s for the nodes of a
+#: multi-node call that failed elsewhere) runs no Python signal handler until that code returns.
+_CALL_STOP_SECONDS = procs.TERM_GRACE_SECONDS + 2.0
 #: Loggers of the elastic launcher: their INFO lines would only repeat what the run card shows.
 _LAUNCHER_LOGGERS = ("torch.distributed.elastic", "torch.distributed.launcher", "torch.multiprocessing", "torchelastic")
 
@@ -43,6 +47,7 @@ class Server:
         self.calls: dict[int, str] = {}
         #: The folders of the calls it launched, deleted when it ends (their owner has cleaned up, or is gone).
         self.folders: list[str] = []
+        self._kill_at: dict[int, float] = {}  # call process -> monotonic time of its SIGKILL, once asked to stop
         self._orphans = False  # the last look found processes left to this subreaper
         self._next_scan = 0.0  # monotonic time of the next look for them while no call runs
 
@@ -100,14 +105,17 @@ class Server:
             rendezvous.unreserve(other)
 
     def stop(self, call_id: str) -> None:
+        """SIGTERM to the call's process; SIGKILL once ``_CALL_STOP_SECONDS`` later it still runs (see :meth:`reap`)."""
         for pid, known in self.calls.items():
             if known == call_id:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
+                self._kill_at.setdefault(pid, time.monotonic() + _CALL_STOP_SECONDS)
 
     def reap(self) -> None:
-        """Report ended calls; kill what a call process that died left behind (adopted by this subreaper): looked
-        for at each tick while calls run, once a child ended, and every ``_IDLE_SCAN_SECONDS`` otherwise."""
+        """Report ended calls; kill a call process still running ``_CALL_STOP_SECONDS`` after its stop, and what a
+        call process that died left behind (adopted by this subreaper): looked for at each tick while calls run, once
+        a child ended, and every ``_IDLE_SCAN_SECONDS`` otherwise."""
         reaped = False
         while True:
             try:
@@ -117,10 +125,15 @@ class Server:
             if pid == 0:
                 break
             reaped = True
+            self._kill_at.pop(pid, None)
             call_id = self.calls.pop(pid, None)
             if call_id is not None:
                 self.emit({"event": "ended", "id": call_id, "code": os.waitstatus_to_exitcode(status)})
         now = time.monotonic()
+        for pid in [pid for pid, at in self._kill_at.items() if now >= at]:
+            del self._kill_at[pid]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # reaped at a next look; what it left is stopped as orphans
         if not (self.calls or self._orphans or reaped or now >= self._next_scan):
             return
         self._next_scan = now + _IDLE_SCAN_SECONDS

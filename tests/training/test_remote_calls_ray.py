@@ -200,3 +200,57 @@ def test_a_call_that_must_wait_for_nodes_frees_those_this_users_remote_calls_par
     finally:
         release_nodes()
     _until(lambda: not actor_processes("TrainingAgent") and not agent_processes(), 60, "end of every node actor")
+
+
+def test_a_failed_remote_call_parks_its_actors_and_a_canceled_one_leaves_nothing_on_any_node(
+    ray_cluster, runs_of, tmp_path
+):
+    from jupyter_air import distributed
+    from jupyter_air.cluster.held import holders
+    from jupyter_air.training import remote
+    from jupyter_air.training.errors import DistributedError
+    from jupyter_air.training.options import RunOptions
+    from jupyter_air.workloads.jobs.jobs import Jobs
+
+    # Given a remote call on 2 nodes whose rank 3 (node 1) raises
+    def shard():
+        import os
+
+        if os.environ["RANK"] == "3":
+            raise ValueError("bad shard on rank 3")
+
+    call = distributed(shard, gpus=2, nodes=2, ray_address=ray_cluster.address, experiment="remote-ray-fails")
+    with pytest.raises(DistributedError) as failed, contextlib.redirect_stdout(io.StringIO()):
+        call.distributed(remote=True)
+
+    # Then the cell raised the rank's error, naming its node; the call's actors are parked all the same
+    assert (failed.value.node, failed.value.rank, failed.value.exception_type) == (1, 3, "ValueError")
+    _until(lambda: [r for r in holders() if r.get("names")], 30, "keeper of the parked nodes")
+    parked = {proc.pid for proc in actor_processes("TrainingAgent")}
+
+    # When the next remote call of that shape runs on them, and is canceled while its ranks run
+    started = tmp_path / "started"
+
+    def hang():
+        import os
+        import pathlib
+        import time
+
+        pathlib.Path(f"{started}{os.environ['RANK']}").touch()
+        time.sleep(600)
+
+    options = RunOptions(gpus=2, nodes=2, ray_address=ray_cluster.address, experiment="remote-ray-cancel")
+    tags = {"air.source": "distributed", "air.function": "hang"}
+    job_run_id = remote.submit(hang, (), {}, options, tags, {})
+    _until(lambda: all(pathlib.Path(f"{started}{r}").exists() for r in range(4)), 300, "4 running ranks")
+    running = {proc.pid for proc in actor_processes("TrainingAgent")}
+    canceled = Jobs().cancel(job_run_id)
+
+    # Then it ran on the parked actors; the job is CANCELED, its run KILLED, and nothing is parked or left on any
+    # node: no actor, fork server, rank or guard, no keeper, no supervisor
+    assert running == parked
+    assert canceled.status == "CANCELED"
+    (run,) = runs_of("remote-ray-cancel")
+    assert run.info.status == "KILLED"
+    _until(lambda: not _job_processes(job_run_id), 60, "end of the job's processes")
+    assert [r for r in holders() if r.get("names")] == []

@@ -47,17 +47,26 @@ def free_parked(keep: Collection[str] = ()) -> list:
     free its nodes (one a call claimed meanwhile stays), and end their keepers; Ray's refs of the answers to come."""
     import ray
 
-    names, asked = [], []
+    names = []
     try:
         for found in ray.util.list_named_actors(all_namespaces=True):
             name = found.get("name", "")
             if found.get("namespace") == PARKED_NAMESPACE and name.startswith(parked_prefix()) and name not in keep:
-                asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
                 names.append(name)
-    except Exception as exc:  # noqa: BLE001 - an actor gone meanwhile, or a Ray that cannot list names: they
-        log.debug("parked node actors not freed: %s", exc)  # free their nodes by themselves in minutes anyway
+    except Exception as exc:  # noqa: BLE001 - a Ray that cannot list names: they free their nodes in minutes anyway
+        log.debug("parked node actors not listed: %s", exc)
+    asked = _expire(ray, names)
     if names:
         dismiss(names)
+    return asked
+
+
+def _expire(ray, names: Collection[str]) -> list:
+    """Ask the parked actors ``names`` to free their nodes; Ray's refs of their answers (none for one gone)."""
+    asked = []
+    for name in names:
+        with contextlib.suppress(ValueError):  # gone already
+            asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
     return asked
 
 
@@ -87,12 +96,8 @@ def free(address: str, names: list[str]) -> None:
 
     ray = ray_module()
     connect(address)
-    asked = []
-    for name in names:
-        with contextlib.suppress(ValueError):  # gone already
-            asked.append(ray.get_actor(name, namespace=PARKED_NAMESPACE).expire.remote())
     with contextlib.suppress(ray.exceptions.RayError):  # an actor ends while it answers: freed all the same
-        ray.get(asked, timeout=_FREE_SECONDS)
+        ray.get(_expire(ray, names), timeout=_FREE_SECONDS)
 
 
 def main(argv: list[str]) -> None:

@@ -35,7 +35,11 @@ def test_every_snapshot_is_one_instant_even_while_sampling():
     )
     sampler.start()
     try:
-        # When snapshots are taken meanwhile, for half a second
+        # When snapshots are taken meanwhile, for half a second from its first sample (on a loaded machine the first
+        # can take longer than that)
+        first = time.monotonic() + 60
+        while not sampler.snapshot().samples and time.monotonic() < first:
+            time.sleep(0.01)
         snaps, deadline = [], time.monotonic() + 0.5
         while time.monotonic() < deadline:
             snaps.append(sampler.snapshot())

@@ -8,7 +8,6 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # torch is pinned so pip takes the CPU wheel; a loose range can pull a multi-GB CUDA build.
 TORCH := torch==2.13.0
 PORT ?= 8888
-UI_DEPS := ui-tests/node_modules/.air-stamp
 # JupyterLab refuses to start as root without --allow-root (containers and CI machines often run as root).
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # Tests send traffic to loopback only: MLflow's usage telemetry (a DNS lookup, then HTTPS off the machine, from
@@ -16,7 +15,7 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # `make run` leaves it be.
 check test test-%: export MLFLOW_DISABLE_TELEMETRY := true
 
-.PHONY: run demo hub dist docs check test test-py test-py-ray test-py-local test-py-alone test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
+.PHONY: run demo hub dist docs check test test-py test-py-ray test-py-local test-py-alone test-other test-js test-ui test-dist lint lint-py lint-js bench install install-dev frontend chromium check-auth clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -32,12 +31,7 @@ node_modules/.air-stamp: package.json yarn.lock $(VENV)/.air-deps
 	jlpm install
 	touch $@
 
-# The browser tests' own packages (Galata, Playwright); ESLint reads their types.
-$(UI_DEPS): ui-tests/package.json ui-tests/yarn.lock $(VENV)/.air-deps
-	cd ui-tests && jlpm install
-	touch $@
-
-frontend: node_modules/.air-stamp $(VENV)/.air-installed
+frontend: node_modules/.air-stamp
 	jlpm build
 
 # The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`). It also
@@ -77,20 +71,19 @@ dist: install
 	jlpm build:prod
 	$(PY) -m build --no-isolation --outdir dist .
 
-# The install first, with what needs only its first steps beside its longest one (the editable install builds the
-# frontend on one core): the browser tests' packages, the JavaScript linters and the TypeScript unit tests; then the
-# Python linters. A finding fails `make test` (and CI) before any Python suite runs. Then, side by side, the Ray tests
-# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers) and the docs build (each target's
-# output shown whole once it ends); then the Python tests that must run alone; then the browser tests with the
-# wheel's build beside them (the browser tests leave CPU idle, the Python suites none).
+# The linters first: a finding fails `make test` (and CI) before any suite runs. Then, side by side, the Ray tests
+# (one process, one Ray cluster), the other Python tests (on pytest-xdist workers), and the TypeScript and docs
+# builds (each target's output shown whole once it ends); then the Python tests that must run alone; then the
+# browser tests with the wheel's build beside them (the browser tests leave CPU idle, the Python suites none).
 # Beside the Python suites the browser tests did not make the gate faster on a slower day's machine (23.5 minutes
 # against 22.7-24.1 after them, every suite stretched to 18-21 minutes): they stay after them (docs/development.md).
-test:
-	$(MAKE) -j 3 --output-sync=target install chromium lint-js test-js
-	$(MAKE) lint-py
-	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local docs
+test: install chromium
+	$(MAKE) lint
+	$(MAKE) -j 3 --output-sync=target test-py-ray test-py-local test-other
 	$(MAKE) test-py-alone
 	$(MAKE) -j 2 --output-sync=target test-ui test-dist
+
+test-other: test-js docs
 
 lint: lint-py lint-js
 
@@ -124,7 +117,7 @@ test-py-alone:
 check: install
 	$(MAKE) -j 3 --output-sync=target lint test-js test-py-local PYTEST_WORKERS=$(CHECK_WORKERS)
 
-test-js: node_modules/.air-stamp
+test-js:
 	jlpm test
 
 # The documentation site (Sphinx, MyST Markdown, the PyData theme) in docs/_build/html; any warning fails it. It needs
@@ -138,12 +131,13 @@ test-dist: $(VENV)/.air-installed
 	$(PY) -m pytest -q -m dist
 
 # ESLint, Prettier and Stylelint over src/, style/ and ui-tests/ (fails on any finding, warnings included).
-lint-js: node_modules/.air-stamp $(UI_DEPS)
+lint-js:
 	jlpm lint:check
 
 # The servers keep their state (AIR_HOMEs, stores, the team's hub, Galata's folders) in one new temp folder:
 # removed after a passing run, kept (and named) after a failing one.
-test-ui: $(UI_DEPS)
+test-ui:
+	cd ui-tests && jlpm install
 	cd ui-tests && root=$$(mktemp -d -t jupyter-air-ui-XXXXXX) && \
 	  if JUPYTER_AIR_UI_ROOT=$$root jlpm test; then rm -rf $$root; \
 	  else echo "the browser tests' servers left their state in $$root"; exit 1; fi

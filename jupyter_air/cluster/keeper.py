@@ -47,15 +47,15 @@ def free_parked(keep: Collection[str] = ()) -> list:
     free its nodes (one a call claimed meanwhile stays), and end their keepers; Ray's refs of the answers to come."""
     import ray
 
-    names = []
+    names, asked = [], []
     try:
         for found in ray.util.list_named_actors(all_namespaces=True):
             name = found.get("name", "")
             if found.get("namespace") == PARKED_NAMESPACE and name.startswith(parked_prefix()) and name not in keep:
                 names.append(name)
-    except Exception as exc:  # noqa: BLE001 - a Ray that cannot list names: they free their nodes in minutes anyway
-        log.debug("parked node actors not listed: %s", exc)
-    asked = _expire(ray, names)
+        asked = _expire(ray, names)
+    except Exception as exc:  # noqa: BLE001 - a Ray that cannot list or reach them: they free their nodes by
+        log.debug("parked node actors not freed: %s", exc)  # themselves in minutes anyway
     if names:
         dismiss(names)
     return asked

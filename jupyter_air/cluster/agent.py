@@ -23,7 +23,7 @@ AGENT_ENV = "AIR_AGENT_ID"
 READ_LIMIT_BYTES = 1 << 20
 #: Seconds between two looks at the work while a driver waits for it to end.
 _WAIT_STEP_SECONDS = 1.0
-#: Seconds between two looks of a parked actor at its deadline.
+#: Seconds between two looks of a parked actor at its deadline, and of a claimed one at its driver.
 _PARKED_STEP_SECONDS = 1.0
 
 
@@ -36,12 +36,13 @@ class NodeAgent:
     ``running()`` and ``join(timeout)``; :meth:`wait` and :meth:`reserve_port` are shared. One that runs a run's
     work also samples its node's metrics (:class:`~jupyter_air.tracking.node_metrics.NodeMetrics`).
 
-    A detached actor (named, outliving its driver) is parked between drivers: :meth:`park` until :meth:`claim`;
-    unclaimed for its seconds, or told to :meth:`expire`, it removes its placement group, which ends every actor of
-    the group.
+    A detached actor (named, outliving its driver) is parked between drivers: :meth:`park` until :meth:`claim`
+    (or from its start, with ``parked_seconds``: started ahead of its driver, see :mod:`.prestart`); unclaimed for
+    its seconds, told to :meth:`expire`, or once the driver that claimed it is gone, it removes its placement group,
+    which ends every actor of the group.
     """
 
-    def __init__(self, index: int):
+    def __init__(self, index: int, parked_seconds: float | None = None):
         self.index = index
         self.agent_id = uuid.uuid4().hex
         self.folder = Path(tempfile.mkdtemp(prefix="air-agent-"))
@@ -53,6 +54,11 @@ class NodeAgent:
         os.environ.update(self.marker)  # inherited by every process started from now on
         self._parking = threading.Lock()
         self._parked: tuple[float, object] | None = None  # (deadline, placement group) while parked
+        self._claim: object | None = None  # the claim of the driver that took it last, until parked again
+        if parked_seconds is not None:
+            from ray.util import get_current_placement_group
+
+            self.park(parked_seconds, get_current_placement_group())
 
     def info(self) -> dict:
         """Where this actor runs (the fields of :class:`~jupyter_air.cluster.placement.NodeInfo`)."""
@@ -91,15 +97,20 @@ class NodeAgent:
         """Wait unclaimed for the next driver; after ``seconds`` free the nodes of ``group`` (its placement group)."""
         parked = (time.monotonic() + seconds, group)
         with self._parking:
-            self._parked = parked
+            self._parked, self._claim = parked, None
         threading.Thread(target=self._expire_unclaimed, args=(parked,), name="air-parked", daemon=True).start()
 
-    def claim(self):
-        """Take this parked actor for a new driver: its group's placement group; None when it is not parked (another
-        driver has it)."""
+    def claim(self, driver: str):
+        """Take this parked actor for the driver of Ray job ``driver`` (its hex id): its group's placement group; None
+        when it is not parked (another driver has it). Its nodes are freed once that driver is gone, unless it parked
+        the actor again first, as a driver's own actors end with it."""
         with self._parking:
             parked, self._parked = self._parked, None
-        return None if parked is None else parked[1]
+            if parked is None:
+                return None
+            self._claim = claim = object()
+        threading.Thread(target=self._follow, args=(driver, claim, parked[1]), name="air-claimed", daemon=True).start()
+        return parked[1]
 
     def expire(self) -> bool:
         """Free the group's nodes now if this actor is parked (its placement group removed: every actor of the
@@ -124,6 +135,22 @@ class NodeAgent:
                 self.expire()
                 return
 
+    def _follow(self, driver: str, claim: object, group) -> None:
+        while True:
+            time.sleep(_PARKED_STEP_SECONDS)
+            try:
+                gone = not driver_alive(driver)
+            except Exception:  # noqa: BLE001 - Ray's job table out of reach a moment: look again
+                gone = False
+            with self._parking:
+                if self._claim is not claim:  # parked again: the next driver's now
+                    return
+            if gone:
+                from ray.util.placement_group import remove_placement_group
+
+                remove_placement_group(group)
+                return
+
     def wait(self) -> bool:
         """Return once the work has ended: the pending answer by which the driver learns the node died."""
         while self.running():
@@ -135,6 +162,16 @@ class NodeAgent:
 
     def join(self, timeout: float) -> None:
         raise NotImplementedError
+
+
+def driver_alive(driver: str) -> bool:
+    """True while the driver of Ray job ``driver`` (hex id) is connected to the cluster (Ray's job table says so)."""
+    from ray._private.worker import global_worker
+
+    jobs = global_worker.gcs_client.get_all_job_info(
+        job_or_submission_id=driver, skip_submission_job_info_field=True, skip_is_running_tasks_field=True
+    )
+    return any(not job.is_dead for job in jobs.values())
 
 
 def read_from(path: Path, offset: int, limit: int = READ_LIMIT_BYTES) -> bytes:

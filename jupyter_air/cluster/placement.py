@@ -119,7 +119,6 @@ class NodeGroup:
         """
         import ray
         from ray.util.placement_group import placement_group, remove_placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         never = why_never(count, share)
         if never:
@@ -131,20 +130,7 @@ class NodeGroup:
                 remove_placement_group(group)
                 return None
             check_hosts(bundle_hosts(group))
-            remote = ray.remote(max_concurrency=ACTOR_CONCURRENCY)(actor_class)
-            resources = {k: v for k, v in share.items() if k not in ("CPU", "GPU")}
-            agents = [
-                remote.options(
-                    num_cpus=share.get("CPU", 0),
-                    num_gpus=share.get("GPU", 0),
-                    resources=resources or None,
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(
-                        placement_group=group, placement_group_bundle_index=index
-                    ),
-                    **({"name": names[index], "namespace": PARKED_NAMESPACE, **lifetime} if names else {}),
-                ).remote(index, *init_args)
-                for index in range(count)
-            ]
+            agents = start_actors(actor_class, group, share, count, init_args, names)
             placed = cls(group, agents, [], share, named=bool(names))
             try:
                 infos = ray.get([a.info.remote() for a in agents], timeout=_START_SECONDS)
@@ -204,6 +190,28 @@ class NodeGroup:
                 ray.kill(agent)
         with contextlib.suppress(Exception):
             remove_placement_group(self.group)
+
+
+def start_actors(actor_class: type, group, share: dict[str, float], count: int, init_args: tuple, names=None) -> list:
+    """Start one actor of ``actor_class`` (a plain class) per bundle of ``group``, bundle ``i`` taken by actor ``i``
+    (made with ``i, *init_args``); with ``names``, detached and named in :data:`PARKED_NAMESPACE`. Returns at once."""
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    remote = ray.remote(max_concurrency=ACTOR_CONCURRENCY)(actor_class)
+    resources = {k: v for k, v in share.items() if k not in ("CPU", "GPU")}
+    return [
+        remote.options(
+            num_cpus=share.get("CPU", 0),
+            num_gpus=share.get("GPU", 0),
+            resources=resources or None,
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                placement_group=group, placement_group_bundle_index=index
+            ),
+            **({"name": names[index], "namespace": PARKED_NAMESPACE, "lifetime": "detached"} if names else {}),
+        ).remote(index, *init_args)
+        for index in range(count)
+    ]
 
 
 def bundle_hosts(group) -> list[str]:

@@ -52,7 +52,8 @@ class Parked:
                 return None
         claimed = []
         try:
-            claimed = ray.get([agent.claim.remote() for agent in agents], timeout=REPLY_SECONDS)
+            driver = ray.get_runtime_context().get_job_id()  # they end with this call's supervisor, if not parked
+            claimed = ray.get([agent.claim.remote(driver) for agent in agents], timeout=REPLY_SECONDS)
             if claimed[0] is None:  # another call of this shape holds them
                 cls.busy.add(key[1:])
                 return None

@@ -1,6 +1,6 @@
-"""Node actors parked between remote calls, without a cluster: an actor's claim and its own expiry (the removal of its
-placement group recorded), and the keeper process that lists parked nodes as held (in the GPU panel's answer of a
-real Jupyter server too) and ends when a call takes them."""
+"""Node actors parked between remote calls, without a cluster: an actor's claim, its own expiry and its end with the
+driver that claimed it (the removal of its placement group recorded), and the keeper process that lists parked nodes
+as held (in the GPU panel's answer of a real Jupyter server too) and ends when a call takes them."""
 
 from __future__ import annotations
 
@@ -27,12 +27,15 @@ def parked_agent(monkeypatch):
     placement_groups = importlib.import_module("ray.util.placement_group")  # the module, not its function
     monkeypatch.setattr(placement_groups, "remove_placement_group", removed.append)
     monkeypatch.setattr(agent, "_PARKED_STEP_SECONDS", 0.01)
+    drivers = {"driver-1", "driver-2"}  # Ray's job table: the drivers connected now
+    monkeypatch.setattr(agent, "driver_alive", drivers.__contains__)
     node = agent.NodeAgent.__new__(agent.NodeAgent)
-    node._parking, node._parked = threading.Lock(), None
-    yield node, removed
-    node.claim()  # no parking outlives the test: its thread would free the group with Ray's real function
+    node._parking, node._parked, node._claim = threading.Lock(), None, None
+    yield node, removed, drivers
+    with node._parking:  # no thread outlives the test: it would free the group with Ray's real function
+        node._parked = node._claim = None
     for thread in threading.enumerate():
-        if thread.name == "air-parked":
+        if thread.name in ("air-parked", "air-claimed"):
             thread.join(5)
 
 
@@ -44,11 +47,11 @@ def _until(predicate, timeout: float = 30.0):
 
 
 def test_a_parked_actor_is_claimed_once_and_a_claimed_one_never_expires(parked_agent):
-    node, removed = parked_agent
+    node, removed, drivers = parked_agent
     # Given an actor parked for a minute with its group
     node.park(60.0, "group-1")
     # When two drivers claim it, then its keeper asks it to free its nodes
-    first, second = node.claim(), node.claim()
+    first, second = node.claim("driver-1"), node.claim("driver-2")
     freed = node.expire()
     # Then the first got the group, the second nothing, and the claimed actor kept its nodes
     assert (first, second, freed) == ("group-1", None, False)
@@ -57,7 +60,7 @@ def test_a_parked_actor_is_claimed_once_and_a_claimed_one_never_expires(parked_a
 
 
 def test_an_unclaimed_actor_frees_its_nodes_when_its_time_is_over(parked_agent):
-    node, removed = parked_agent
+    node, removed, drivers = parked_agent
     # Given an actor parked for 0.1 s
     node.park(0.1, "group-1")
     # When nobody claims it
@@ -65,19 +68,48 @@ def test_an_unclaimed_actor_frees_its_nodes_when_its_time_is_over(parked_agent):
     # Then it removed its placement group once (ending its group's actors), and cannot be claimed any more
     time.sleep(0.1)
     assert removed == ["group-1"]
-    assert node.claim() is None
+    assert node.claim("driver-1") is None
 
 
 def test_an_actor_parked_again_keeps_to_its_new_time(parked_agent):
-    node, removed = parked_agent
+    node, removed, drivers = parked_agent
     # Given an actor parked for 0.1 s, claimed, then parked again for a minute
     node.park(0.1, "group-1")
-    assert node.claim() == "group-1"
+    assert node.claim("driver-1") == "group-1"
     node.park(60.0, "group-1")
     # When the first parking's time is over
     time.sleep(0.3)
     # Then its nodes are still held
     assert removed == []
+
+
+def test_a_claimed_actor_frees_its_nodes_once_its_driver_is_gone(parked_agent):
+    node, removed, drivers = parked_agent
+    # Given an actor parked for a minute, claimed by a driver that runs
+    node.park(60.0, "group-1")
+    assert node.claim("driver-1") == "group-1"
+    time.sleep(0.1)
+    assert removed == []
+    # When the driver is gone (killed: it never parked the actor again)
+    drivers.discard("driver-1")
+    # Then the actor removes its placement group once, as the driver's own actors would have ended with it
+    _until(lambda: removed)
+    time.sleep(0.1)
+    assert removed == ["group-1"]
+
+
+def test_an_actor_its_driver_parked_again_outlives_that_driver(parked_agent):
+    node, removed, drivers = parked_agent
+    # Given an actor claimed by a driver that parks it again for the next one before it ends
+    node.park(60.0, "group-1")
+    node.claim("driver-1")
+    node.park(60.0, "group-1")
+    # When that driver is gone
+    drivers.discard("driver-1")
+    time.sleep(0.3)
+    # Then the actor still holds its nodes, for the next driver to claim
+    assert removed == []
+    assert node.claim("driver-2") == "group-1"
 
 
 async def test_the_keeper_lists_parked_nodes_and_ends_without_freeing_them_once_a_call_takes_them(

@@ -145,6 +145,9 @@ def test_a_two_node_job_outlives_its_submitter_and_the_jupyter_server(ray_cluste
         (attempt,) = job["attempts"]
         assert [n["exit_code"] for n in attempt["nodes"]] == [0, 0]
         assert mlflow_client.get_run(attempt["mlflow_run_id"]).info.status == "FINISHED"
+        # on the node actors its submitter started while Ray started the supervisor, though the submitter was gone
+        supervisor_log = (tmp_path / "air" / "jobs" / job_run_id / "supervisor.log").read_text()
+        assert "took the 2 node actor(s) started ahead of this driver" in supervisor_log
     assert [nothing_left(job_run_id) for job_run_id in submitted] == [[], []]
 
 

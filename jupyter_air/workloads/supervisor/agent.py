@@ -14,8 +14,8 @@ from jupyter_air.workloads.supervisor.node import NodeProcess
 class WorkloadAgent(NodeMetrics, NodeAgent):
     """One node of one attempt: the command with its log pump, written to this node's disk and read back."""
 
-    def __init__(self, index: int):
-        super().__init__(index)
+    def __init__(self, index: int, parked_seconds: float | None = None):
+        super().__init__(index, parked_seconds)
         self.process: NodeProcess | None = None
 
     def start(self, command: str, cwd: str, overrides: dict[str, str], marker: dict[str, str], umask: int | None):

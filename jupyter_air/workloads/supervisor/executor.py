@@ -24,7 +24,7 @@ from jupyter_air.tracking.naming import EXPERIMENT_TAG, JOB_TAG, USER_TAG
 from jupyter_air.workloads.state.records import Job, attempt_marker, now_ms
 from jupyter_air.workloads.state.store import JobStore
 from jupyter_air.workloads.supervisor import ray_jobs
-from jupyter_air.workloads.supervisor.kinds import runner_check, runner_for
+from jupyter_air.workloads.supervisor.kinds import runner_check, runner_for, runner_prestart
 from jupyter_air.workloads.supervisor.runners import AttemptContext, AttemptRunner
 from jupyter_air.workloads.supervisor.service_secrets import without_service_secrets
 
@@ -157,7 +157,12 @@ class RayJobExecutor(RayExecutor):
         open_private(job_dir / "supervisor.log").close()  # owner-only before Ray's shell appends to it
         metadata = {JOB_TAG: job.job_run_id, EXPERIMENT_TAG: job.experiment_name, USER_TAG: job.user}
         argv = supervisor_argv(job.job_run_id, str(store.home))
-        url = ray_jobs.submit(job.job_run_id, job_dir, argv, job.workload["compute"]["ray_address"], metadata)
+        drop = runner_prestart(job.workload, self.place, job.job_run_id, job_dir)  # started while Ray starts it
+        try:
+            url = ray_jobs.submit(job.job_run_id, job_dir, argv, job.workload["compute"]["ray_address"], metadata)
+        except BaseException:
+            drop()
+            raise
         store.update(job.job_run_id, ray_job_url=url, ray_status="PENDING")
 
     def request_cancel(self, store: JobStore, job: Job) -> None:

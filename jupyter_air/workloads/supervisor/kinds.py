@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from jupyter_air.workloads.supervisor.ray_nodes import RayNodes
 from jupyter_air.workloads.supervisor.runners import AttemptContext, AttemptRunner, LocalNodes
@@ -47,3 +48,10 @@ def runner_check(spec: dict, place: str) -> str | None:
     (a command on this machine: its program; Ray nodes have their own programs)."""
     check = getattr(runners(spec.get("kind", DEFAULT_KIND))[place], "check", None)
     return check(spec) if check else None
+
+
+def runner_prestart(spec: dict, place: str, job_run_id: str, job_dir: Path) -> Callable[[], None]:
+    """Start what the job's first attempt runs on ahead of its supervisor, if its runner can (``prestart``); returns
+    what frees it again, for a supervisor that is not started after all."""
+    prestart = getattr(runners(spec.get("kind", DEFAULT_KIND))[place], "prestart", None)
+    return prestart(spec, job_run_id, job_dir) if prestart else lambda: None

@@ -1,7 +1,8 @@
 """An attempt on several nodes of a Ray cluster, for the supervisor (the driver) with the interface of one node.
 
 One :class:`~jupyter_air.workloads.supervisor.agent.WorkloadAgent` per node (a STRICT_SPREAD placement group, made
-again for every attempt) runs the command with ``NODE_RANK``, ``NUM_NODES``, ``MASTER_ADDR`` and
+again for every attempt; the first attempt's started by the submitter while Ray starts the driver, see
+:mod:`~jupyter_air.cluster.prestart`) runs the command with ``NODE_RANK``, ``NUM_NODES``, ``MASTER_ADDR`` and
 ``MASTER_PORT`` set, so ``torchrun --nnodes $NUM_NODES --node_rank $NODE_RANK ...`` works unchanged. The one
 node-run driver (:class:`~jupyter_air.cluster.node_run.NodeRun`) starts, follows and stops the nodes and copies
 each node's output and timestamps into ``logs/attempt_<n>/node_<i>/`` under the job's folder, where ``air logs``
@@ -13,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from jupyter_air import procs
-from jupyter_air.cluster import node_run
+from jupyter_air.cluster import node_run, prestart
 from jupyter_air.cluster.connect import connect, gpu_pool, ray_module
 from jupyter_air.cluster.hosts import check_tracking, driver_host
 from jupyter_air.cluster.placement import REPLY_SECONDS, NodeGroup, bundle
@@ -26,6 +28,9 @@ from jupyter_air.tracking.system_metrics import gpu_choice
 from jupyter_air.workloads.state.logs import OUTPUT, TIMESTAMPS, node_dir
 from jupyter_air.workloads.supervisor.agent import WorkloadAgent
 from jupyter_air.workloads.supervisor.runners import AttemptContext, reserve_gpus
+
+#: The file of the job's folder that names the node actors its submitter started for the first attempt.
+STARTED_NODES = "started-nodes.json"
 
 
 class RayNodes:
@@ -47,34 +52,55 @@ class RayNodes:
         self.work: node_run.NodeRun | None = None
         self.problem: str | None = None
 
+    @staticmethod
+    def prestart(spec: dict, job_run_id: str, job_dir: Path) -> Callable[[], None]:
+        """Start the first attempt's node actors now, for the job's driver that Ray is about to start; returns what
+        frees them if it is not started after all."""
+        compute, started = spec["compute"], job_dir / STARTED_NODES
+        connect(compute["ray_address"])
+        share = bundle(compute["gpus_per_node"], 1)
+        prestart.prestart(WorkloadAgent, compute["num_nodes"], share, f"air-job-{job_run_id}", started)
+        return lambda: prestart.drop(started)
+
     def place(self, cancel: threading.Event, note: Callable[[str], None]) -> bool:
-        """Take the job's turn for the cluster's GPUs in the GPU ledger (kept for the whole job), then reserve one
-        bundle per node and start their actors (False when canceled while waiting for either).
+        """Take the job's turn for the cluster's GPUs in the GPU ledger (kept for the whole job), then take the node
+        actors its submitter started, or reserve one bundle per node and start their actors (False when canceled
+        while waiting for either). Started actors are freed at once when the job has to wait for its turn.
 
         Raises a ClusterError, before any run exists, when the cluster cannot be joined, can never hold the
         nodes, or spans hosts the tracking store cannot be reached from.
         """
         connect(self.address)
-        pool, size = gpu_pool()
-        if reserve_gpus(self.context, cancel, note, self.count * self.gpus, pool, range(size)) is None:
-            return False
-
-        def check_hosts(hosts: list[str]) -> None:
-            check_tracking(hosts, driver_host(), tracking_uri(), f"this workload on {self.count} node(s)")
-
-        group = NodeGroup.place(
-            WorkloadAgent,
-            self.count,
-            bundle(self.gpus, 1),
-            cancelled=cancel.is_set,
-            waiting=note,
-            check_hosts=check_hosts,
-        )
+        started = self.context.job_dir / STARTED_NODES
+        try:
+            group = self._place(cancel, note, started)
+        finally:
+            prestart.drop(started)  # those not taken
         if group is None:
             return False
         copies = [{OUTPUT: d / OUTPUT, TIMESTAMPS: d / TIMESTAMPS} for d in self.log_dirs]
         self.work = node_run.NodeRun(group, copies)
         return True
+
+    def _place(self, cancel: threading.Event, note: Callable[[str], None], started: Path) -> NodeGroup | None:
+        def waiting(message: str) -> None:  # for the GPUs of jobs before it: the started actors let them go
+            prestart.drop(started)
+            note(message)
+
+        pool, size = gpu_pool()
+        if reserve_gpus(self.context, cancel, waiting, self.count * self.gpus, pool, range(size)) is None:
+            return None
+
+        def check_hosts(hosts: list[str]) -> None:
+            check_tracking(hosts, driver_host(), tracking_uri(), f"this workload on {self.count} node(s)")
+
+        share = bundle(self.gpus, 1)
+        taken = prestart.take(started, share, check_hosts)
+        if taken is not None:
+            return taken
+        return NodeGroup.place(
+            WorkloadAgent, self.count, share, cancelled=cancel.is_set, waiting=note, check_hosts=check_hosts
+        )
 
     @property
     def exit_codes(self) -> list[int | None]:

@@ -174,6 +174,7 @@ def main() -> None:
             for _ in range(2):
                 cluster.add_node(gpus=0, cpus=2)
             cluster.wait_for_nodes()
+            _warm_zygote()  # as the Jupyter server of the user who submits starts it
             submit_to_running(cluster, folder)
             remote_vs_local(cluster)
             cancel_two_nodes(cluster, folder)

@@ -223,6 +223,18 @@ def agent_processes() -> list[psutil.Process]:
     return found
 
 
+def job_processes(job_run_id: str) -> list[psutil.Process]:
+    """Live processes of a job on any node: its attempts' (they carry AIR_JOB_RUN_ID) and its supervisor (its
+    command line names the job)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            marked = proc.environ().get("AIR_JOB_RUN_ID") == job_run_id
+            if (marked or job_run_id in " ".join(proc.info["cmdline"] or [])) and proc.status() != "zombie":
+                found.append(proc)
+    return found
+
+
 def actor_processes(class_name: str) -> list[psutil.Process]:
     """Live Ray worker processes running an actor of ``class_name`` (Ray titles them ``ray::<Class>...``), on the
     nodes of any cluster but another process's test cluster."""

@@ -9,7 +9,8 @@ folder of mode 0700, checked to be this user's before every use, never TCP; it t
 (``SO_PEERCRED``). A kernel sends it two pipe ends, its environment and working folder; the forked fork server then
 serves the kernel over them as one the kernel started itself would (:mod:`~jupyter_air.training.forkserver`), and ends
 when the kernel goes. A remote call sends its job's id and supervisor log instead: the forked supervisor runs the job
-as one started cold would, and asks the zygote for its call's fork server in turn. The zygote stops after
+as one started cold would, and asks the zygote for its call's fork server in turn; so does a Ray Job's entrypoint, for
+the job's supervisor (:mod:`~jupyter_air.workloads.supervisor.relay`). The zygote stops after
 ``$AIR_FORKS_IDLE_SECONDS`` (default 1800) with nothing it forked left, removing its folder.
 """
 
@@ -67,8 +68,9 @@ def key(env: dict[str, str] | None = None) -> str:
     return hashlib.sha256(json.dumps([*parts, loading]).encode()).hexdigest()[:16]
 
 
-def socket_path(name: str) -> Path:
-    return Path(tempfile.gettempdir()) / (FOLDER_PREFIX + name) / SOCKET_NAME
+def socket_path(name: str, temp: str | None = None) -> Path:
+    """The zygote's socket, in ``temp`` (default: this process's temporary folder)."""
+    return Path(temp or tempfile.gettempdir()) / (FOLDER_PREFIX + name) / SOCKET_NAME
 
 
 def lock_path(name: str) -> Path:
@@ -104,19 +106,25 @@ def supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int, ray
     its fork server would wait for that one), with ``env``, ``folder`` and this process's umask, its output to
     ``log``: its PID, or None (start it cold then). ``ray``: it drives Ray nodes (the zygote imports Ray first)."""
     connection = _reach(key(env), READY_SECONDS, start=False)
+    return None if connection is None else _ask(connection, _supervisor_request(job_run_id, env, folder, ray), [log])
+
+
+def ray_supervisor(job_run_id: str, env: dict[str, str], folder: Path, log: int) -> int | None:
+    """:func:`supervisor` for a Ray Job's entrypoint (the ``ray-supervisor`` warm start of its relay), from a zygote
+    of the submitter's environment ``env`` that is ready now (a supervisor started cold is sooner than one waiting for
+    a zygote to import torch), its socket in ``env``'s temporary folder (Ray's environment may name another)."""
+    temp = next((env[name] for name in ("TMPDIR", "TEMP", "TMP") if env.get(name)), "/tmp")
+    path = socket_path(key(env), temp)
+    connection = _connect(path) if private(path.parent) else None
     if connection is None:
         return None
+    return _ask(connection, _supervisor_request(job_run_id, env, folder, ray=True), [log])
+
+
+def _supervisor_request(job_run_id: str, env: dict[str, str], folder: Path, ray: bool) -> dict:
     umask = os.umask(0o077)
     os.umask(umask)
-    request = {
-        "kind": "supervisor",
-        "job_run_id": job_run_id,
-        "env": env,
-        "cwd": str(folder),
-        "umask": umask,
-        "ray": ray,
-    }
-    return _ask(connection, request, [log])
+    return {"kind": "supervisor", "job_run_id": job_run_id, "env": env, "cwd": str(folder), "umask": umask, "ray": ray}
 
 
 def _ask(connection: socket.socket, request: dict, fds: list[int]) -> int | None:

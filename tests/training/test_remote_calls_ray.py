@@ -16,7 +16,7 @@ import time
 
 import psutil
 import pytest
-from ray_cluster import actor_processes, agent_processes
+from ray_cluster import actor_processes, agent_processes, job_processes
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver"), pytest.mark.timeout(900)]
 
@@ -63,15 +63,8 @@ def _until(predicate, timeout: float, what: str):
 
 
 def _job_processes(job_run_id: str) -> list[psutil.Process]:
-    """Live processes of the job on any node: its supervisor (its command line names the job) and what it started
-    (they carry AIR_JOB_RUN_ID), plus any node actor's processes (ranks, fork servers, guards)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            marked = proc.environ().get("AIR_JOB_RUN_ID") == job_run_id
-            if (marked or job_run_id in " ".join(proc.info["cmdline"] or [])) and proc.status() != "zombie":
-                found.append(proc)
-    return found + agent_processes()
+    """Live processes of the job on any node, plus any node actor's processes (ranks, fork servers, guards)."""
+    return job_processes(job_run_id) + agent_processes()
 
 
 def test_a_remote_call_outlives_its_submitter_and_attach_returns_its_results(

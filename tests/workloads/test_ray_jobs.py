@@ -14,11 +14,10 @@ import textwrap
 import time
 import urllib.request
 
-import psutil
 import pytest
-from ray_cluster import actor_processes, free_port
+from ray_cluster import free_port
 from tornado.httpclient import HTTPClientError
-from workload_helpers import write_workload
+from workload_helpers import nothing_left, ray_job_info, write_workload
 
 # A Ray Job starts a job supervisor actor, then the supervisor, then its nodes: minutes on a loaded machine.
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_driver"), pytest.mark.timeout(900)]
@@ -42,31 +41,6 @@ BURN = textwrap.dedent(
         print("burned", os.environ["NODE_RANK"], flush=True)
     """
 )
-
-
-def job_processes(job_run_id: str) -> list[psutil.Process]:
-    """Live processes of a job on any node: its attempts' (they carry AIR_JOB_RUN_ID) and its supervisor (its
-    command line names the job)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            marked = proc.environ().get("AIR_JOB_RUN_ID") == job_run_id
-            if (marked or job_run_id in " ".join(proc.info["cmdline"] or [])) and proc.status() != "zombie":
-                found.append(proc)
-    return found
-
-
-def nothing_left(job_run_id: str, timeout: float = 30.0) -> list:
-    deadline = time.monotonic() + timeout
-    while (left := job_processes(job_run_id) + actor_processes("WorkloadAgent")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
-
-
-def ray_job_info(ray_cluster, job_run_id: str):
-    from ray.job_submission import JobSubmissionClient
-
-    return JobSubmissionClient(ray_cluster.dashboard_url).get_job_info(job_run_id)
 
 
 @contextlib.contextmanager

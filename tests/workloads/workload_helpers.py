@@ -1,4 +1,5 @@
-"""Helpers for the `air` workload tests: the CLI as a real subprocess, workload files, leftover-process checks."""
+"""Helpers for the `air` workload tests: the CLI as a real subprocess, workload files, leftover-process checks (on
+this machine, and a Ray Job's on every node of a test cluster)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import yaml
+from ray_cluster import actor_processes, job_processes
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,3 +171,16 @@ def make_air(home: Path, tracking_uri: str, server: Path | None = None):
     from resident_servers import stop_all
 
     stop_all(home)
+
+
+def nothing_left(job_run_id: str, timeout: float = 30.0) -> list:
+    deadline = time.monotonic() + timeout
+    while (left := job_processes(job_run_id) + actor_processes("WorkloadAgent")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def ray_job_info(ray_cluster, job_run_id: str):
+    from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(ray_cluster.dashboard_url).get_job_info(job_run_id)

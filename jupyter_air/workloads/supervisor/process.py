@@ -22,6 +22,7 @@ from jupyter_air.tracking.store import ensure_experiment, tracker, tracking_uri
 from jupyter_air.workloads.state.ledger import GpuLedger
 from jupyter_air.workloads.state.records import Job, attempt_marker, now_ms
 from jupyter_air.workloads.state.store import JobStore
+from jupyter_air.workloads.supervisor import relay
 from jupyter_air.workloads.supervisor.executor import ENVIRONMENT_FILE, executor_for
 from jupyter_air.workloads.supervisor.full_disk import StateWrites
 from jupyter_air.workloads.supervisor.run_logs import keep_logs
@@ -249,7 +250,7 @@ def main(argv: list[str]) -> None:
     """Entry point of the supervisor: ``<python> -c ... JOB_RUN_ID [AIR_HOME]``, detached here (LocalExecutor,
     AIR_HOME from the environment) or as a Ray Job (``ray_jobs``: AIR_HOME given, the submitter's environment read
     from the job's folder, this process's PID and Ray's status RUNNING recorded: a look at the job asks Ray
-    only once this process is gone)."""
+    only once this process is gone). A Ray Job's supervisor is forked warm where it can be (:mod:`.relay`)."""
     user_umask = os.umask(0o077)  # what the supervisor writes is owner-only; the workload keeps the user's umask
     procs.become_subreaper()  # orphans of the workload stay our descendants while we live
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -258,6 +259,9 @@ def main(argv: list[str]) -> None:
         store = JobStore(Path(home[0]))
         saved = json.loads((store.job_dir(job_run_id) / ENVIRONMENT_FILE).read_text())
         os.environ.update({k: v for k, v in saved.items() if not k.startswith("RAY_")})
+        forked = relay.fork(job_run_id, saved, store, user_umask)
+        if forked is not None:
+            raise SystemExit(relay.follow(store, job_run_id, forked))
         # the Ray Job's driver: while it runs, Ray's status of the job is RUNNING (observers need not ask Ray)
         me = {"supervisor_pid": os.getpid(), "supervisor_started": procs.start_time(os.getpid())}
         store.update(job_run_id, ray_status="RUNNING", **me)
@@ -265,6 +269,7 @@ def main(argv: list[str]) -> None:
         store = JobStore(air_home())
     load_service_secrets()  # on the team's job service: its credentials, in memory only
     supervisor = Supervisor(store, job_run_id, user_umask)
+    relay.watch(supervisor.cancel)  # a supervisor forked for a Ray Job's entrypoint: canceled once Ray killed it
     # SIGTERM and SIGINT cancel the job: the process's handlers, set here, so that a Supervisor run inside another
     # process (a test's) leaves that process's own alone
     for sig in (signal.SIGTERM, signal.SIGINT):

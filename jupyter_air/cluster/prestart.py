@@ -38,17 +38,25 @@ log = logging.getLogger(__name__)
 
 def prestart(actor_class: type, count: int, share: dict[str, float], name: str, record: Path) -> None:
     """Start ``count`` actors of ``actor_class`` with ``share`` each for a driver yet to come, named ``name-<node>``,
-    and record them in ``record``; returns at once. Nothing is started for a cluster that can never hold them."""
+    and record them in ``record``; returns at once. Nothing is started for a cluster that can never hold them, nor
+    where Ray refuses: the driver then places its own, and says why."""
     from ray.util.placement_group import placement_group
 
-    if why_never(count, share):
-        return
-    group = placement_group([dict(share) for _ in range(count)], strategy="STRICT_SPREAD", lifetime="detached")
-    names = [f"{name}-{node}" for node in range(count)]
-    start_actors(actor_class, group, share, count, (PARKED_SECONDS,), names)
-    _until_registered(names)
-    with open_private(record) as f:
-        f.write(json.dumps({"group": group.id.hex(), "names": names}).encode())
+    group = None
+    try:
+        if why_never(count, share):
+            return
+        group = placement_group([dict(share) for _ in range(count)], strategy="STRICT_SPREAD", lifetime="detached")
+        names = [f"{name}-{node}" for node in range(count)]
+        start_actors(actor_class, group, share, count, (PARKED_SECONDS,), names)
+        _until_registered(names)
+        with open_private(record) as f:
+            f.write(json.dumps({"group": group.id.hex(), "names": names}).encode())
+    except Exception as exc:  # noqa: BLE001 - only a head start: the driver places the nodes itself
+        log.info("node actors not started ahead of the driver: %s", exc)
+        if group is not None:
+            with contextlib.suppress(Exception):
+                NodeGroup(group, [], [], share, named=True).close()
 
 
 def _until_registered(names: list[str]) -> None:
@@ -112,8 +120,13 @@ def _read(record: Path):
     from ray.util.placement_group import PlacementGroup
 
     try:
-        found = json.loads(record.read_bytes())
+        text = record.read_bytes()
     except FileNotFoundError:
         return None
     record.unlink()
-    return PlacementGroup(ray.PlacementGroupID(bytes.fromhex(found["group"]))), found["names"]
+    try:
+        found = json.loads(text)
+        return PlacementGroup(ray.PlacementGroupID(bytes.fromhex(found["group"]))), list(found["names"])
+    except (ValueError, TypeError, KeyError) as exc:
+        log.warning("%s is not a record of started node actors (%s): ignored", record, exc)
+        return None

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
+import time
 from collections.abc import Iterable, Mapping
 
 import psutil
@@ -21,6 +23,8 @@ TERM_GRACE_SECONDS = 5.0
 #: Two start times of one PID further apart than this are two processes (PID reuse). Not less: each
 #: process computes start times from its own reading of the boot time, which can differ by a second.
 _SAME_START_SECONDS = 1.0
+#: Seconds between two looks at a process that is waited for where the kernel cannot say when it ends (no pidfd).
+_GONE_POLL_SECONDS = 0.5
 #: Rounds of "find what is left, SIGKILL it" after the grace period.
 _KILL_ROUNDS = 10
 
@@ -49,6 +53,25 @@ def is_alive(pid: int | None, started: float | None) -> bool:
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
+
+
+def wait_gone(pid: int, started: float | None) -> None:
+    """Return once the process ``pid`` started at ``started`` has ended (a zombie has), any process, not only a child:
+    the kernel says when through a pidfd (Linux 5.3), else it is looked at every half second. Signals are handled
+    meanwhile."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:  # an older kernel
+        while is_alive(pid, started):
+            time.sleep(_GONE_POLL_SECONDS)
+        return
+    try:
+        if is_alive(pid, started):  # the pidfd is of that process, not of a later one with its PID
+            select.select([fd], [], [])
+    finally:
+        os.close(fd)
 
 
 def _carries(proc: psutil.Process, marker: Mapping[str, str]) -> bool:

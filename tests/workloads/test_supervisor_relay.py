@@ -90,7 +90,6 @@ def test_the_relay_passes_rays_stop_on_and_exits_as_the_job_ended(tmp_path, ende
 def test_a_forked_supervisor_is_canceled_once_its_relay_is_gone(monkeypatch):
     relay_process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     monkeypatch.setenv(relay.RELAY_ENV, f"{relay_process.pid} {procs.start_time(relay_process.pid)}")
-    monkeypatch.setattr(relay, "_LOOK_SECONDS", 0.02)
     cancel = threading.Event()
     # Given a supervisor that watches the relay named in its environment (no child of its own sees the name)
     relay.watch(cancel)

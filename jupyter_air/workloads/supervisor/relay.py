@@ -16,19 +16,16 @@ import logging
 import os
 import signal
 import threading
-import time
 from importlib.metadata import entry_points
 
 from jupyter_air import procs
 from jupyter_air.workloads.state.store import JobStore
 
-#: Entry-point group of the warm starts a layer above provides: ``ray-supervisor`` forks a Ray Job's supervisor
-#: ``(job run id, environment, folder, log file descriptor) -> PID or None``.
+#: Entry-point group of the warm starts a layer above provides: ``ray-supervisor``, the
+#: :data:`~jupyter_air.workloads.supervisor.executor.WarmStart` of a Ray Job's supervisor.
 WARM_STARTS = "jupyter_air.warm_starts"
 #: Environment variable that tells a forked supervisor its relay (``PID START_TIME``).
 RELAY_ENV = "AIR_SUPERVISOR_RELAY"
-#: Seconds between two looks of the relay at its supervisor, and of the supervisor at its relay.
-_LOOK_SECONDS = 0.2
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +60,7 @@ def follow(store: JobStore, job_run_id: str, pid: int) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, relay)
-    while procs.is_alive(pid, started):
-        time.sleep(_LOOK_SECONDS)
+    procs.wait_gone(pid, started)
     return 0 if store.get(job_run_id).status == "SUCCEEDED" else 1
 
 
@@ -77,8 +73,7 @@ def watch(cancel: threading.Event) -> None:
     relay = (int(pid), None if started == "None" else float(started))
 
     def look() -> None:
-        while procs.is_alive(*relay):
-            time.sleep(_LOOK_SECONDS)
+        procs.wait_gone(*relay)
         log.warning("the Ray Job's entrypoint (process %s) is gone: the job is canceled", pid)
         cancel.set()
 

@@ -147,11 +147,12 @@ def test_one_server_per_air_home_private_restarted_when_gone_and_stopped_when_id
 
 
 def _refuses(path: str) -> bool:
-    """True once nothing listens on the Unix socket ``path`` any more."""
+    """True once nothing listens on the Unix socket ``path`` any more (or its file is gone: any other call's
+    search for a server removes a dead one's folder)."""
     with socket.socket(socket.AF_UNIX) as probe:
         try:
             probe.connect(path)
-        except ConnectionRefusedError:
+        except (ConnectionRefusedError, FileNotFoundError):
             return True
     return False
 

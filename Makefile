@@ -34,12 +34,17 @@ node_modules/.air-stamp: package.json yarn.lock $(VENV)/.air-deps
 frontend: node_modules/.air-stamp
 	jlpm build
 
+# jsonschema's optional IRI format checker, rfc3987-syntax (jupyter-events asks for jsonschema[format-nongpl]), builds
+# its grammars at import: 1.2 CPU-seconds in every process that imports Ray, nbformat, JupyterHub or a Jupyter server,
+# about 250 of them in the Python suites. No schema of Jupyter's, Ray's or ours has an IRI format; so it goes
+# (docs/how-to/install.md: "Start Ray workers faster").
 # The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`). It also
 # puts install.json into the environment's labextension folder, which `labextension develop` made a link to the
 # built extension: a reinstall (after a change to pyproject.toml) would pack that copy twice and fail, so it goes.
 $(VENV)/.air-installed: $(VENV)/.air-deps node_modules/.air-stamp
 	rm -f jupyter_air/labextension/install.json
 	$(PIP) install -q --no-build-isolation -e ".[test,distributed,ray,team,docs]"
+	$(PIP) uninstall -q -y rfc3987-syntax
 	jupyter labextension develop --overwrite .
 	touch $@
 

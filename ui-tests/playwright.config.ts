@@ -58,12 +58,14 @@ export const LINKS_TOKEN = 'links-test-token';
 
 /**
  * One JupyterLab server per project; `command` replaces `jlpm start`, `ready` (a path answering 2xx-3xx once
- * it is up) replaces `/lab`, `host` replaces `localhost`.
+ * it is up) replaces `/lab`, `host` replaces `localhost`; `first` names a spec of the server's that runs before
+ * its others (a project of its own, `<server>-first`, that the server's project depends on).
  */
 const SERVERS: {
   name: string;
   port: number;
   env: Record<string, string>;
+  first?: string;
   command?: string;
   ready?: string;
   host?: string;
@@ -116,7 +118,9 @@ const SERVERS: {
     // so that the charts show; runs and jobs in a new temp folder.
     name: 'experiment',
     port: PORT_BASE + 5,
-    env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: EXPERIMENT_AIR_HOME }
+    env: { JUPYTER_AIR_GPU_SOURCE: 'simulated', AIR_HOME: EXPERIMENT_AIR_HOME },
+    // Its run on the GPU charts is the only one there: the other tests' runs, newer, would take its label.
+    first: 'experiment-timeline'
   },
   {
     // The tests' fake NVML with one idle GPU, whose processes a test sets in a file: idle GPU holders.
@@ -188,12 +192,25 @@ const config: PlaywrightTestConfig = {
       ]
     }
   },
-  projects: STARTED.map(server => ({
-    name: server.name,
+  projects: STARTED.flatMap(server => {
     // `<server>.spec.ts` and `<server>-<topic>.spec.ts` run against that server.
-    testMatch: new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`),
-    use: { baseURL: `http://${server.host ?? 'localhost'}:${server.port}` }
-  })),
+    const use = { baseURL: `http://${server.host ?? 'localhost'}:${server.port}` };
+    const all = new RegExp(`/${server.name}(-[a-z]+)*\\.spec\\.ts$`);
+    if (server.first === undefined) {
+      return [{ name: server.name, testMatch: all, use }];
+    }
+    const first = new RegExp(`/${server.first}\\.spec\\.ts$`);
+    return [
+      { name: `${server.name}-first`, testMatch: first, use },
+      {
+        name: server.name,
+        testMatch: all,
+        testIgnore: first,
+        dependencies: [`${server.name}-first`],
+        use
+      }
+    ];
+  }),
   webServer: STARTED.map(server => ({
     command: server.command ?? 'jlpm start',
     url: `http://${server.host ?? 'localhost'}:${server.port}${server.ready ?? '/lab'}`,

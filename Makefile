@@ -100,7 +100,8 @@ lint-py:
 
 # Every Python test: the Ray tests in one process (they share one Ray cluster) beside the others, which run on
 # PYTEST_WORKERS pytest-xdist workers (2 beside the other suites on 2 cores; CHECK_WORKERS, 4, in `make check`,
-# where they run alone: many tests wait on processes and servers); then the tests that must run alone.
+# where they run alone: many tests wait on processes and servers), an idle worker taking tests queued for a busy one
+# (`--dist worksteal`: the suite's last minute is its 50-second tests); then the tests that must run alone.
 PYTEST_WORKERS ?= 2
 CHECK_WORKERS ?= 4
 PYTEST_SKIP := not gpu and not dist and not alone
@@ -112,7 +113,7 @@ test-py-ray:
 	$(PY) -m pytest -q -m 'ray and $(PYTEST_SKIP)'
 
 test-py-local:
-	$(PY) -m pytest -q -n $(PYTEST_WORKERS) -m 'not ray and $(PYTEST_SKIP)'
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal -m 'not ray and $(PYTEST_SKIP)'
 
 test-py-alone:
 	$(PY) -m pytest -q -m alone

@@ -37,7 +37,7 @@ frontend: node_modules/.air-stamp
 # jsonschema's optional IRI format checker, rfc3987-syntax (jupyter-events asks for jsonschema[format-nongpl]), builds
 # its grammars at import: 1.2 CPU-seconds in every process that imports Ray, nbformat, JupyterHub or a Jupyter server,
 # about 250 of them in the Python suites. No schema of Jupyter's, Ray's or ours has an IRI format; so it goes
-# (docs/how-to/install.md: "Start Ray workers faster").
+# (docs/how-to/install.md, "Start Ray workers and Jupyter servers faster").
 # The editable install builds the frontend itself (hatch-jupyter-builder runs `jlpm install:extension`). It also
 # puts install.json into the environment's labextension folder, which `labextension develop` made a link to the
 # built extension: a reinstall (after a change to pyproject.toml) would pack that copy twice and fail, so it goes.

@@ -69,7 +69,9 @@ def wait_gone(pid: int, started: float | None) -> None:
         return
     try:
         if is_alive(pid, started):  # the pidfd is of that process, not of a later one with its PID
-            select.select([fd], [], [])
+            waiting = select.poll()  # not select(): a supervisor of many nodes may hold descriptors past 1024
+            waiting.register(fd, select.POLLIN)
+            waiting.poll()
     finally:
         os.close(fd)
 

@@ -71,6 +71,7 @@ def test_the_entrypoint_relays_rays_stop_to_a_supervisor_forked_from_the_zygote(
     assert [n["exit_code"] for n in attempt["nodes"]] == [-signal.SIGTERM, -signal.SIGTERM]
     assert mlflow_client.get_run(attempt["mlflow_run_id"]).info.status == "KILLED"
     assert ray_job_info(ray_cluster, job_run_id).status == "STOPPED"
+    supervisor.wait(timeout=30)  # it records the job's end, then exits: the zygote reaps it a moment later
     assert nothing_left(job_run_id) == [] and not supervisor.is_running()
 
 
@@ -85,4 +86,5 @@ def test_a_supervisor_whose_entrypoint_ray_killed_stops_the_job(ray_cluster, air
     assert job["status"] == "CANCELED", job
     (attempt,) = job["attempts"]
     assert mlflow_client.get_run(attempt["mlflow_run_id"]).info.status == "KILLED"
+    supervisor.wait(timeout=30)  # it records the job's end, then exits: the zygote reaps it a moment later
     assert nothing_left(job_run_id) == [] and not supervisor.is_running()
